@@ -1,0 +1,56 @@
+# neuron-compat: the two commands of the README are `make run` and `make test`.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+JOBS ?=
+SWEEP_ARGS ?=
+
+.PHONY: install run sweep serve test lint bench browser-deps clean
+
+$(BIN)/python:
+	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH"; exit 1; }
+	$(PY) -m venv $(VENV)
+
+# Re-install only when the dependency list changes.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+# Chromium for the dashboard's browser tests, from Debian's packages (no browser download at run time).
+browser-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "WARNING: could not install chromium; browser tests will be skipped"; }
+
+# The main job on the embedded default: SQLite under ./var, in-process workers, bundled neuron device.
+run: $(STAMP)
+	$(BIN)/compat db upgrade
+	$(BIN)/compat sweep $(if $(JOBS),--jobs $(JOBS)) $(SWEEP_ARGS)
+	$(BIN)/compat serve --host $(HOST) --port $(PORT)
+
+sweep: $(STAMP)
+	$(BIN)/compat sweep $(if $(JOBS),--jobs $(JOBS)) $(SWEEP_ARGS)
+
+serve: $(STAMP)
+	$(BIN)/compat serve --host $(HOST) --port $(PORT)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+# The whole default suite. Exit code 5 (no tests ran) is a failure, not a pass.
+test: $(STAMP) browser-deps
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing"; exit 1; fi; exit $$rc
+
+bench: $(STAMP)
+	@echo "see bench/README.md for each benchmark's command"
+
+clean:
+	rm -rf var .pytest_cache

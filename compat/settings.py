@@ -1,0 +1,54 @@
+"""Every knob of neuron-compat, read from the environment (prefix ``COMPAT_``) in one place.
+
+Device knobs (``NEURON_*``) belong to ``neuron_backend`` and are read there, not here.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Configuration of the harness, the service and the distributed workers."""
+
+    model_config = SettingsConfigDict(env_prefix="COMPAT_", extra="ignore")
+
+    # Where state lives on the embedded default (SQLite DB, tiny checkpoints, logs, reports).
+    var_dir: Path = Path("./var")
+    database_url: str = "sqlite:///./var/compat.db"
+
+    # Sweep defaults.
+    device: str = "neuron"
+    catalog_source: str = "auto"  # auto = snapshot if one exists, else registry
+    catalog_snapshot: Path | None = None  # default: <var_dir>/catalog/snapshot.json
+    hub_limit: int = Field(1000, ge=1, le=100_000)
+    jobs: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=256)
+    arch_timeout_s: float = Field(300.0, gt=0)
+    arch_memory_mb: int = Field(6144, ge=256)
+    max_tiny_params: int = Field(8_000_000, ge=1000)
+    seed: int = 0
+
+    # Distributed mode (Celery on Redis). Empty = in-process executor.
+    broker_url: str = ""
+    result_backend: str = ""
+    nightly_cron: str = "0 2 * * *"
+
+    # Service.
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    max_upload_bytes: int = Field(256 * 1024, ge=1024)
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.catalog_snapshot or self.var_dir / "catalog" / "snapshot.json"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings; tests call ``get_settings.cache_clear()`` after changing the env."""
+    return Settings()
