@@ -1,0 +1,127 @@
+"""Engines, sessions and schema migrations for the results store, from a database URL.
+
+SQLite (the embedded default) gets WAL mode, foreign keys and a busy timeout; PostgreSQL is used as is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event, inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from compat.settings import get_settings
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+_engines: dict[str, Engine] = {}
+_lock = threading.Lock()
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI connection type
+    cur = dbapi_conn.cursor()
+    # WAL lets the API read while a sweep writes; busy_timeout waits out a concurrent writer.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def resolve_url(database_url: str | None = None) -> str:
+    return database_url or get_settings().database_url
+
+
+def get_engine(database_url: str | None = None) -> Engine:
+    """One engine per URL per process (engines own connection pools)."""
+    url = resolve_url(database_url)
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            parsed = make_url(url)
+            kwargs: dict = {"future": True}
+            if parsed.get_backend_name() == "sqlite":
+                db = parsed.database
+                if db and db != ":memory:" and not db.startswith("file:"):
+                    Path(db).parent.mkdir(parents=True, exist_ok=True)
+                kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            else:
+                kwargs["pool_pre_ping"] = True
+            engine = create_engine(url, **kwargs)
+            if parsed.get_backend_name() == "sqlite":
+                event.listen(engine, "connect", _sqlite_pragmas)
+            _engines[url] = engine
+        return engine
+
+
+def dispose_engine(database_url: str) -> None:
+    with _lock:
+        engine = _engines.pop(database_url, None)
+    if engine is not None:
+        engine.dispose()
+
+
+def session_factory(database_url: str | None = None) -> sessionmaker[Session]:
+    return sessionmaker(bind=get_engine(database_url), expire_on_commit=False)
+
+
+@contextmanager
+def session_scope(database_url: str | None = None) -> Iterator[Session]:
+    """A session that commits on success and rolls back on any exception."""
+    session = session_factory(database_url)()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def _alembic_config(database_url: str):  # noqa: ANN202 - alembic imported lazily
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    # '%' is alembic's interpolation char; URL-encoded passwords contain it.
+    cfg.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
+    return cfg
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(_alembic_config("sqlite://")).get_current_head()
+
+
+def current_revision(database_url: str | None = None) -> str | None:
+    engine = get_engine(database_url)
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+
+
+_upgraded: set[str] = set()
+
+
+def upgrade(database_url: str | None = None) -> str:
+    """Bring the schema to the newest migration (no-op when already there); returns the head revision."""
+    from alembic import command
+
+    url = resolve_url(database_url)
+    head = head_revision()
+    if url in _upgraded or current_revision(url) == head:
+        _upgraded.add(url)
+        return head
+    cfg = _alembic_config(url)
+    with get_engine(url).begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    _upgraded.add(url)
+    return head

@@ -1,0 +1,1 @@
+"""Migration scripts of the results store, one per schema change, oldest first."""

@@ -1,0 +1,165 @@
+"""SQLAlchemy 2.x typed ORM models of the results store (tables, keys, indexes).
+
+Kept apart from the pydantic API schemas (``service/schemas.py``); migrations mirror these definitions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON}
+
+
+class Device(Base):
+    """A device under test; versions are the latest seen (each run keeps its own in ``Run.versions``)."""
+
+    __tablename__ = "devices"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    description: Mapped[str] = mapped_column(String(256), default="")
+    torch_version: Mapped[str] = mapped_column(String(64), default="")
+    backend_version: Mapped[str] = mapped_column(String(64), default="")
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    trigger: Mapped[str] = mapped_column(String(16), index=True)
+    device: Mapped[str] = mapped_column(ForeignKey("devices.name"))
+    catalog_source: Mapped[str] = mapped_column(String(64), default="registry")
+    snapshot_id: Mapped[str | None] = mapped_column(String(128))
+    versions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    checks: Mapped[list[str]] = mapped_column(JSON, default=list)
+    device_info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    started: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # running -> complete | incomplete (set by finish_run)
+    state: Mapped[str] = mapped_column(String(16), default="running")
+    planned_count: Mapped[int] = mapped_column(Integer, default=0)
+
+    __table_args__ = (Index("ix_runs_device_started", "device", "started"),)
+
+
+class Architecture(Base):
+    """Catalog row as last seen; each run's own ranking is kept in ``RunArchitecture``."""
+
+    __tablename__ = "architectures"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    model_type: Mapped[str] = mapped_column(String(128), default="")
+    rank: Mapped[int] = mapped_column(Integer, index=True)
+    downloads: Mapped[int] = mapped_column(Integer, default=0)
+    representative: Mapped[str | None] = mapped_column(String(256))
+    remote_code: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class RunArchitecture(Base):
+    """The catalog a run was planned over (rank at that time): the denominator of its coverage."""
+
+    __tablename__ = "run_architectures"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    architecture: Mapped[str] = mapped_column(String(128), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer)
+    model_type: Mapped[str] = mapped_column(String(128), default="")
+    representative: Mapped[str | None] = mapped_column(String(256))
+    remote_code: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class PlannedResult(Base):
+    """One expected (architecture, device, check) of a run; a run is complete when all have results."""
+
+    __tablename__ = "planned_results"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    architecture: Mapped[str] = mapped_column(String(128), primary_key=True)
+    device: Mapped[str] = mapped_column(String(64), primary_key=True)
+    check: Mapped[str] = mapped_column(String(16), primary_key=True)
+
+
+class Result(Base):
+    __tablename__ = "results"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    architecture: Mapped[str] = mapped_column(String(128))
+    device: Mapped[str] = mapped_column(String(64))
+    check: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(32))
+    rank: Mapped[int | None] = mapped_column(Integer)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    blocking_op: Mapped[str | None] = mapped_column(String(256))
+    error_type: Mapped[str | None] = mapped_column(String(256))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    error_traceback: Mapped[str | None] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
+    fallback_ops: Mapped[list[str]] = mapped_column(JSON, default=list)
+    known_issue: Mapped[str | None] = mapped_column(Text)
+    duration_s: Mapped[float] = mapped_column(Float, default=0.0)
+    peak_mem_mb: Mapped[float | None] = mapped_column(Float)
+    repro: Mapped[str | None] = mapped_column(Text)
+    log: Mapped[str | None] = mapped_column(Text)
+
+    __table_args__ = (
+        # Idempotent ingest: a re-delivered result replaces the row with this key.
+        UniqueConstraint("run_id", "architecture", "device", "check", name="uq_results_key"),
+        # An architecture's history across runs (detail page, badge).
+        Index("ix_results_arch_device", "architecture", "device"),
+    )
+
+
+class OpTraceRow(Base):
+    __tablename__ = "op_traces"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    architecture: Mapped[str] = mapped_column(String(128), primary_key=True)
+    ops: Mapped[list[str]] = mapped_column(JSON, default=list)
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    model_id: Mapped[str | None] = mapped_column(String(96))
+    revision: Mapped[str | None] = mapped_column(String(128))
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    architecture: Mapped[str | None] = mapped_column(String(128))
+    # queued -> running -> done | failed
+    state: Mapped[str] = mapped_column(String(16), default="queued")
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
+    token_name: Mapped[str | None] = mapped_column(String(64))
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ApiToken(Base):
+    """A bearer token; only the sha256 of the secret is stored, so a DB leak does not leak tokens."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)

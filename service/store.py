@@ -1,0 +1,234 @@
+"""The facade the worker uses to persist runs, results and op traces (sessions handled inside).
+
+Ingest is idempotent: one row per (run, architecture, device, check); a re-delivered result replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from compat.results import (
+    ArchitectureEntry,
+    ErrorInfo,
+    OpTrace,
+    ResultRecord,
+    RunInfo,
+)
+from service import db
+from service.models import (
+    Architecture,
+    Device,
+    OpTraceRow,
+    PlannedResult,
+    Result,
+    Run,
+    RunArchitecture,
+)
+
+RESULT_KEY = ("run_id", "architecture", "device", "check")
+
+
+def aware(value: datetime | None) -> datetime | None:
+    """SQLite drops tzinfo; every stored time is UTC, so put it back."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def record_to_row(run_id: str, rec: ResultRecord) -> dict:
+    return {
+        "run_id": run_id,
+        "architecture": rec.architecture,
+        "device": rec.device,
+        "check": str(rec.check),
+        "status": str(rec.status),
+        "rank": rec.rank,
+        "metrics": rec.metrics,
+        "blocking_op": rec.blocking_op,
+        "error_type": rec.error.type if rec.error else None,
+        "error_message": rec.error.message if rec.error else None,
+        "error_traceback": rec.error.traceback if rec.error else None,
+        "reason": rec.reason,
+        "fallback_ops": list(rec.fallback_ops),
+        "known_issue": rec.known_issue,
+        "duration_s": rec.duration_s,
+        "peak_mem_mb": rec.peak_mem_mb,
+        "repro": rec.repro,
+        "log": rec.log,
+    }
+
+
+def row_to_record(row: Result) -> ResultRecord:
+    error = None
+    if row.error_type is not None or row.error_message is not None:
+        error = ErrorInfo(type=row.error_type or "", message=row.error_message or "",
+                          traceback=row.error_traceback)
+    return ResultRecord(
+        architecture=row.architecture, rank=row.rank, device=row.device, check=row.check,
+        status=row.status, metrics=row.metrics or {}, blocking_op=row.blocking_op, error=error,
+        reason=row.reason, fallback_ops=row.fallback_ops or [], known_issue=row.known_issue,
+        duration_s=row.duration_s, peak_mem_mb=row.peak_mem_mb, repro=row.repro, log=row.log,
+    )
+
+
+def _upsert(session: Session, model: type, rows: list[dict], key: Iterable[str]) -> None:
+    """INSERT ... ON CONFLICT (key) DO UPDATE: atomic even when two writers deliver the same key."""
+    if not rows:
+        return
+    dialect = session.get_bind().dialect.name
+    insert = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(dialect)
+    key = list(key)
+    if insert is None:  # other backends: read-modify-write (not atomic, but correct single-writer)
+        for row in rows:
+            pk = {k: row[k] for k in key}
+            existing = session.execute(select(model).filter_by(**pk)).scalar_one_or_none()
+            if existing is None:
+                session.add(model(**row))
+            else:
+                for k, v in row.items():
+                    setattr(existing, k, v)
+        return
+    stmt = insert(model)
+    updates = {c: stmt.excluded[c] for c in rows[0] if c not in key}
+    stmt = stmt.on_conflict_do_update(index_elements=key, set_=updates) if updates else \
+        stmt.on_conflict_do_nothing(index_elements=key)
+    # Chunk so large batches stay under SQLite's bound-parameter limit.
+    for i in range(0, len(rows), 200):
+        session.execute(stmt, rows[i:i + 200])
+
+
+class Store:
+    """Persist and read back harness results; each method is one transaction."""
+
+    def __init__(self, database_url: str | None = None, *, migrate: bool = True) -> None:
+        self.database_url = db.resolve_url(database_url)
+        if migrate:
+            db.upgrade(self.database_url)
+
+    def session(self):  # noqa: ANN201 - context manager of Session
+        return db.session_scope(self.database_url)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def start_run(self, run: RunInfo, architectures: list[ArchitectureEntry],
+                  planned: list[tuple[str, str, str]]) -> str:
+        """Record a run, its catalog and its planned result keys; calling it again for the same id is a no-op
+        apart from adding keys/architectures not seen before."""
+        dev = run.device
+        with self.session() as s:
+            _upsert(s, Device, [{
+                "name": dev.name, "simulated": dev.simulated, "description": dev.description,
+                "torch_version": dev.torch_version, "backend_version": dev.backend_version,
+                "details": dev.details,
+            }], ["name"])
+            existing = s.get(Run, run.id)
+            if existing is None:
+                s.add(Run(
+                    id=run.id, trigger=str(run.trigger), device=dev.name, catalog_source=run.catalog_source,
+                    snapshot_id=run.snapshot_id, versions=run.versions, checks=[str(c) for c in run.checks],
+                    device_info=dev.model_dump(mode="json"), started=run.started, finished=run.finished,
+                    state="running",
+                ))
+                s.flush()
+            _upsert(s, Architecture, [{
+                "name": a.name, "model_type": a.model_type, "rank": a.rank, "downloads": a.downloads,
+                "representative": a.representative, "remote_code": a.remote_code,
+            } for a in architectures], ["name"])
+            _upsert(s, RunArchitecture, [{
+                "run_id": run.id, "architecture": a.name, "rank": a.rank, "model_type": a.model_type,
+                "representative": a.representative, "remote_code": a.remote_code,
+            } for a in architectures], ["run_id", "architecture"])
+            keys = sorted({(a, d, str(c)) for a, d, c in planned})
+            _upsert(s, PlannedResult, [
+                {"run_id": run.id, "architecture": a, "device": d, "check": c} for a, d, c in keys
+            ], RESULT_KEY)
+            s.flush()
+            run_row = s.get(Run, run.id)
+            run_row.planned_count = s.scalar(
+                select(func.count()).select_from(PlannedResult).where(PlannedResult.run_id == run.id))
+        return run.id
+
+    def add_results(self, run_id: str, records: list[ResultRecord]) -> None:
+        """Upsert results; the last delivery of a key wins."""
+        # Within one batch keep only the last record per key (ON CONFLICT cannot touch a row twice).
+        by_key = {r.key: r for r in records}
+        with self.session() as s:
+            if s.get(Run, run_id) is None:
+                raise KeyError(f"unknown run {run_id!r}: call start_run first")
+            _upsert(s, Result, [record_to_row(run_id, r) for r in by_key.values()], RESULT_KEY)
+
+    def add_op_traces(self, run_id: str, traces: list[OpTrace]) -> None:
+        by_arch = {t.architecture: t for t in traces}
+        with self.session() as s:
+            _upsert(s, OpTraceRow, [
+                {"run_id": run_id, "architecture": t.architecture, "ops": list(t.ops)} for t in by_arch.values()
+            ], ["run_id", "architecture"])
+
+    def finish_run(self, run_id: str) -> str:
+        """Close a run: ``complete`` only when every planned key has a result, else ``incomplete``."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            missing = s.scalar(
+                select(func.count()).select_from(PlannedResult).outerjoin(
+                    Result,
+                    (Result.run_id == PlannedResult.run_id) & (Result.architecture == PlannedResult.architecture)
+                    & (Result.device == PlannedResult.device) & (Result.check == PlannedResult.check),
+                ).where(PlannedResult.run_id == run_id, Result.id.is_(None))
+            )
+            run.state = "complete" if missing == 0 else "incomplete"
+            run.finished = datetime.now(UTC)
+            return run.state
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def run_results(self, run_id: str) -> list[ResultRecord]:
+        with self.session() as s:
+            rows = s.scalars(select(Result).where(Result.run_id == run_id)
+                             .order_by(Result.rank.nulls_last(), Result.architecture, Result.device, Result.id))
+            return [row_to_record(r) for r in rows]
+
+    def latest_results(self, architecture: str, device: str | None = None) -> list[ResultRecord]:
+        """Results of ``architecture`` from the newest run that has any, per device."""
+        with self.session() as s:
+            return latest_results_in(s, architecture, device)
+
+    def last_run_id(self, device: str, trigger: str | None = None, before: str | None = None) -> str | None:
+        """Newest run on ``device`` (optionally of one trigger, optionally started before run ``before``)."""
+        with self.session() as s:
+            q = select(Run.id).where(Run.device == device)
+            if trigger is not None:
+                q = q.where(Run.trigger == str(trigger))
+            if before is not None:
+                pivot = s.get(Run, before)
+                if pivot is None:
+                    return None
+                q = q.where((Run.started < pivot.started) | ((Run.started == pivot.started) & (Run.id < pivot.id)))
+            return s.scalar(q.order_by(Run.started.desc(), Run.id.desc()).limit(1))
+
+    def op_traces(self, run_id: str) -> list[OpTrace]:
+        with self.session() as s:
+            rows = s.scalars(select(OpTraceRow).where(OpTraceRow.run_id == run_id).order_by(OpTraceRow.architecture))
+            return [OpTrace(architecture=r.architecture, ops=r.ops or []) for r in rows]
+
+
+def latest_results_in(session: Session, architecture: str, device: str | None = None) -> list[ResultRecord]:
+    q = (select(Result.device, Result.run_id).join(Run, Run.id == Result.run_id)
+         .where(Result.architecture == architecture))
+    if device is not None:
+        q = q.where(Result.device == device)
+    newest: dict[str, str] = {}
+    for dev, run_id in session.execute(q.order_by(Run.started.desc(), Run.id.desc())):
+        newest.setdefault(dev, run_id)
+    out: list[ResultRecord] = []
+    for dev, run_id in sorted(newest.items()):
+        rows = session.scalars(select(Result).where(
+            Result.run_id == run_id, Result.architecture == architecture, Result.device == dev).order_by(Result.id))
+        out.extend(row_to_record(r) for r in rows)
+    return out

@@ -1,0 +1,95 @@
+"""Store facade on SQLite and PostgreSQL: idempotent ingest, completeness, latest/last-run reads."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from svc_helpers import ARCHS, CHECKS, make_run, rec, seed, times
+
+from compat.results import Check, OpTrace, Status
+from service import db
+from service.models import Result
+from service.store import Store
+
+
+def test_migrations_reach_head_and_are_idempotent(db_url: str) -> None:
+    Store(db_url)
+    assert db.current_revision(db_url) == db.head_revision()
+    db._upgraded.discard(db_url)  # force the real check path a second time
+    assert db.upgrade(db_url) == db.head_revision()
+
+
+def test_sqlite_uses_wal(sqlite_url: str) -> None:
+    Store(sqlite_url)
+    with db.get_engine(sqlite_url).connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_redelivered_result_replaces_not_duplicates(db_url: str) -> None:
+    store = Store(db_url)
+    run = make_run()
+    planned = [(a.name, "neuron", str(c)) for a in ARCHS[:1] for c in CHECKS]
+    store.start_run(run, ARCHS[:1], planned)
+    store.start_run(run, ARCHS[:1], planned)  # idempotent on run id
+    store.add_results(run.id, [rec("LlamaForCausalLM", Check.LOAD, Status.ERROR)])
+    store.add_results(run.id, [rec("LlamaForCausalLM", Check.LOAD, Status.PASS, metrics={"max_abs": 0.1})])
+    # A batch with the same key twice keeps the last one.
+    store.add_results(run.id, [rec("LlamaForCausalLM", Check.FORWARD, Status.ERROR),
+                               rec("LlamaForCausalLM", Check.FORWARD, Status.PASS)])
+    results = store.run_results(run.id)
+    assert [(r.check, r.status) for r in results] == [(Check.LOAD, Status.PASS), (Check.FORWARD, Status.PASS)]
+    assert results[0].metrics == {"max_abs": 0.1} and results[0].error is None
+    with db.session_scope(db_url) as s:
+        assert s.scalar(select(func.count()).select_from(Result)) == 2
+
+
+def test_run_complete_only_when_every_planned_result_is_in(db_url: str) -> None:
+    store = Store(db_url)
+    run = make_run()
+    planned = [(a.name, "neuron", str(c)) for a in ARCHS for c in CHECKS]
+    store.start_run(run, ARCHS, planned)
+    # All but one planned key, plus one unplanned key that must not make up for it.
+    records = [rec(a, Check(c)) for a, _, c in planned[:-1]] + [rec("LlamaForCausalLM", Check.TRAIN)]
+    store.add_results(run.id, records)
+    assert store.finish_run(run.id) == "incomplete"
+    a, _, c = planned[-1]
+    store.add_results(run.id, [rec(a, Check(c), Status.MISMATCH)])
+    assert store.finish_run(run.id) == "complete"
+
+
+def test_error_and_fields_round_trip(db_url: str) -> None:
+    store = Store(db_url)
+    run = make_run()
+    store.start_run(run, ARCHS[:1], [])
+    r = rec("LlamaForCausalLM", Check.FORWARD, Status.UNSUPPORTED_OP, blocking_op="aten::histc (Long)",
+            fallback_ops=["aten::sort (Float)"], duration_s=1.5, peak_mem_mb=12.0, repro="compat repro x",
+            log="out", reason="why", known_issue="http://x", metrics={"a": [1, 2]})
+    store.add_results(run.id, [r])
+    assert store.run_results(run.id) == [r]
+
+
+def test_latest_results_and_last_run_id(db_url: str) -> None:
+    store = Store(db_url)
+    t = times(3)
+    old = seed(store, started=t[0], failing={"LlamaForCausalLM": Status.ERROR})
+    new = seed(store, started=t[1])
+    cpu = seed(store, device="cpu", started=t[2])
+    latest = store.latest_results("LlamaForCausalLM", "neuron")
+    assert {r.status for r in latest} == {Status.PASS} and len(latest) == len(CHECKS)
+    both = store.latest_results("LlamaForCausalLM")
+    assert sorted({r.device for r in both}) == ["cpu", "neuron"]
+    assert store.last_run_id("neuron") == new
+    assert store.last_run_id("neuron", before=new) == old
+    assert store.last_run_id("neuron", before=old) is None
+    assert store.last_run_id("neuron", trigger="nightly") is None
+    assert store.last_run_id("cpu") == cpu
+
+
+def test_op_traces_upsert(db_url: str) -> None:
+    store = Store(db_url)
+    run = make_run()
+    store.start_run(run, ARCHS, [])
+    store.add_op_traces(run.id, [OpTrace(architecture="LlamaForCausalLM", ops=["aten::mm (Float)"])])
+    store.add_op_traces(run.id, [OpTrace(architecture="LlamaForCausalLM", ops=["aten::bmm (Float)"]),
+                                 OpTrace(architecture="GPT2LMHeadModel", ops=[])])
+    assert store.op_traces(run.id) == [OpTrace(architecture="GPT2LMHeadModel", ops=[]),
+                                       OpTrace(architecture="LlamaForCausalLM", ops=["aten::bmm (Float)"])]
