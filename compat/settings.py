@@ -36,7 +36,18 @@ class Settings(BaseSettings):
     # Distributed mode (Celery on Redis). Empty = in-process executor.
     broker_url: str = ""
     result_backend: str = ""
-    nightly_cron: str = "0 2 * * *"
+    nightly_cron: str = "0 2 * * *"  # UTC, five cron fields
+    celery_queue: str = "compat"
+    # Hard time limit of one architecture task = arch_timeout_s (the soft limit) + this grace.
+    task_hard_grace_s: float = Field(30.0, gt=0)
+    # Redis redelivers an unacked task after this long; must exceed the hard time limit (checked).
+    visibility_timeout_s: float = Field(3600.0, gt=0)
+    restore_interval_s: float = Field(10.0, gt=0)  # how often workers sweep for abandoned tasks
+    crash_retries: int = Field(2, ge=0, le=20)  # reruns of a task whose process died, then `crash`
+    worker_max_tasks_per_child: int = Field(50, ge=1)
+    worker_max_memory_mb: int = Field(4096, ge=64)  # recycle a pool process above this RSS
+    # "module:function" replacing worker.runner.run_architecture in tasks; tests and benchmarks only.
+    run_hook: str = ""
 
     # Service.
     host: str = "127.0.0.1"
