@@ -1,0 +1,77 @@
+"""How a result status looks on a page: icon, short text label and CSS class for every ``compat.results.Status``.
+
+Colour is never the only signal: each status carries a distinct glyph and a word, so the matrix reads in greyscale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from compat.results import FAILURE_STATUSES, Status
+
+
+@dataclass(frozen=True)
+class StatusStyle:
+    """The visual identity of one status."""
+
+    status: str
+    icon: str  # a glyph present in DejaVu Sans, the fallback font of headless Debian chromium
+    label: str  # short word shown next to the icon
+    css: str  # modifier class: colour only reinforces icon + label
+    meaning: str  # one sentence, used in the legend and the cell's tooltip
+
+
+STYLES: dict[str, StatusStyle] = {
+    s.status: s
+    for s in (
+        StatusStyle("pass", "✓", "pass", "st-pass", "ran and matched the CPU reference"),
+        StatusStyle("mismatch", "≠", "mismatch", "st-fail", "ran, but numerics differ from the CPU reference"),
+        StatusStyle("unsupported_op", "⊘", "op", "st-fail", "the device has no kernel for an op"),
+        StatusStyle("unsupported_dtype", "⊗", "dtype", "st-fail", "the op exists, not for this dtype"),
+        StatusStyle("oom", "▲", "oom", "st-fail", "ran out of device memory"),
+        StatusStyle("error", "✗", "error", "st-fail", "raised an exception"),
+        StatusStyle("crash", "☠", "crash", "st-fail", "the worker process died"),
+        StatusStyle("timeout", "⌛", "timeout", "st-warn", "did not finish in time"),
+        StatusStyle("reference_fail", "?", "ref fail", "st-muted", "the CPU reference itself failed"),
+        StatusStyle("skipped", "–", "skipped", "st-muted", "not run"),
+    )
+}
+assert set(STYLES) == {str(s) for s in Status}, "every Status needs a style"
+
+MISSING = StatusStyle("", "·", "n/a", "st-none", "no result")
+
+
+def style_for(status: str | Status | None) -> StatusStyle:
+    """Style of a status; unknown or absent statuses render as 'n/a' instead of failing the page."""
+    if status is None:
+        return MISSING
+    return STYLES.get(str(status), MISSING)
+
+
+def is_failure(status: str | Status | None) -> bool:
+    """True for statuses that count against the device (reference failures and skips do not)."""
+    return status is not None and str(status) in {str(s) for s in FAILURE_STATUSES}
+
+
+def status_cell(status: str | Status | None, *, changed: bool = False, title: str = "") -> Markup:
+    """Inline HTML for one status: glyph + word, with the full meaning (and detail) as tooltip."""
+    st = style_for(status)
+    tip = st.meaning + (f": {title}" if title else "")
+    classes = f"st {st.css}" + (" st-changed" if changed else "")
+    changed_mark = Markup('<span class="changed-mark" title="changed since the previous run">●</span>') if changed else ""
+    return Markup(
+        '<span class="{cls}" data-status="{status}" title="{tip}">'
+        '<span class="st-icon" aria-hidden="true">{icon}</span> <span class="st-label">{label}</span>{mark}</span>'
+    ).format(
+        cls=classes, status=st.status or "none", tip=tip, icon=st.icon, label=st.label, mark=changed_mark
+    )
+
+
+def legend() -> list[StatusStyle]:
+    """All styles in Status order, for the legend under the matrix."""
+    return [STYLES[str(s)] for s in Status]
+
+
+__all__ = ["STYLES", "StatusStyle", "is_failure", "legend", "status_cell", "style_for"]
