@@ -56,6 +56,10 @@ class Run(Base):
     # running -> complete | incomplete (set by finish_run)
     state: Mapped[str] = mapped_column(String(16), default="running")
     planned_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Roll-ups written by finish_run so run lists and coverage history need not scan results.
+    arch_count: Mapped[int | None] = mapped_column(Integer)
+    supported_count: Mapped[int | None] = mapped_column(Integer)
+    result_count: Mapped[int | None] = mapped_column(Integer)
 
     __table_args__ = (Index("ix_runs_device_started", "device", "started"),)
 

@@ -18,6 +18,7 @@ from compat.results import (
     OpTrace,
     ResultRecord,
     RunInfo,
+    Trigger,
 )
 from service import db
 from service.models import (
@@ -29,6 +30,7 @@ from service.models import (
     Run,
     RunArchitecture,
 )
+from service.rollup import run_counts
 
 RESULT_KEY = ("run_id", "architecture", "device", "check")
 
@@ -183,6 +185,7 @@ class Store:
                 ).where(PlannedResult.run_id == run_id, Result.id.is_(None))
             )
             run.state = "complete" if missing == 0 else "incomplete"
+            run.arch_count, run.supported_count, run.result_count = run_counts(s, run)
             run.finished = datetime.now(UTC)
             return run.state
 
@@ -195,7 +198,8 @@ class Store:
             return [row_to_record(r) for r in rows]
 
     def latest_results(self, architecture: str, device: str | None = None) -> list[ResultRecord]:
-        """Results of ``architecture`` from the newest run that has any, per device."""
+        """Results of ``architecture`` from the newest run that has any, per device (submission runs,
+        which measure a submitter's own config, are not counted)."""
         with self.session() as s:
             return latest_results_in(s, architecture, device)
 
@@ -220,7 +224,7 @@ class Store:
 
 def latest_results_in(session: Session, architecture: str, device: str | None = None) -> list[ResultRecord]:
     q = (select(Result.device, Result.run_id).join(Run, Run.id == Result.run_id)
-         .where(Result.architecture == architecture))
+         .where(Result.architecture == architecture, Run.trigger != str(Trigger.SUBMISSION)))
     if device is not None:
         q = q.where(Result.device == device)
     newest: dict[str, str] = {}

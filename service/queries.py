@@ -1,0 +1,309 @@
+"""Read functions shared by the REST routers and the dashboard pages: session in, pydantic schemas out.
+
+"Latest run" of a device means its newest finished sweep (submission runs never change the headline).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from compat.results import Status, Trigger
+from service import schemas as S
+from service.declared_support import declared_lists
+from service.models import Architecture, Device, Result, Run, Submission
+from service.rollup import ArchOutcome, arch_outcomes, is_supported_statuses, run_catalog, run_counts
+from service.store import aware, latest_results_in, row_to_record
+
+StatusFilter = StrEnum("StatusFilter", {**{s.name: s.value for s in Status},
+                                        "SUPPORTED": "supported", "UNSUPPORTED": "unsupported"})
+
+
+class NotFound(LookupError):
+    """The requested run/architecture/submission does not exist (the API maps it to 404)."""
+
+
+def _frac(a: int, b: int) -> float:
+    return round(a / b, 4) if b else 0.0
+
+
+def latest_run(session: Session, device: str) -> Run | None:
+    base = select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION))
+    order = (Run.started.desc(), Run.id.desc())
+    run = session.scalars(base.where(Run.state != "running").order_by(*order).limit(1)).first()
+    return run or session.scalars(base.order_by(*order).limit(1)).first()
+
+
+def device_names(session: Session) -> list[str]:
+    return list(session.scalars(select(Device.name).order_by(Device.name)))
+
+
+def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[Run]:
+    if run_id is not None:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise NotFound(f"run {run_id!r} not found")
+        return [run]
+    devices = [device] if device is not None else device_names(session)
+    return [r for r in (latest_run(session, d) for d in devices) if r is not None]
+
+
+def list_devices(session: Session) -> list[S.DeviceOut]:
+    out = []
+    for d in session.scalars(select(Device).order_by(Device.name)):
+        run = latest_run(session, d.name)
+        out.append(S.DeviceOut(name=d.name, simulated=d.simulated, description=d.description,
+                               torch_version=d.torch_version, backend_version=d.backend_version,
+                               last_run_id=run.id if run else None))
+    return out
+
+
+def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceCoverage:
+    outcomes = arch_outcomes(session, run.id, run.device)
+    catalog = run_catalog(session, run, outcomes)
+    if top_n is not None:
+        catalog = catalog[:top_n]
+    names = [a for a, _ in catalog]
+    total = len(names)
+    sup = [a for a in names if a in outcomes and outcomes[a].supported]
+    per_check = []
+    for check in run.checks or []:
+        passed = sum(1 for a in names if a in outcomes and outcomes[a].statuses.get(check) == Status.PASS)
+        per_check.append(S.CheckCoverage(check=check, passed=passed, total=total, fraction=_frac(passed, total)))
+    return S.DeviceCoverage(
+        device=run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
+        simulated=bool((run.device_info or {}).get("simulated", False)), top_n=top_n, total=total,
+        supported=len(sup), fraction=_frac(len(sup), total),
+        supported_with_fallback=sum(1 for a in sup if outcomes[a].fallback), per_check=per_check,
+    )
+
+
+def coverage(session: Session, device: str | None = None, run_id: str | None = None,
+             top_n: int | None = None) -> S.Coverage:
+    """Supported / total per device (latest run, or the given run), per check, optionally over the top-N."""
+    return S.Coverage(items=[_device_coverage(session, r, top_n) for r in _runs_for(session, device, run_id)])
+
+
+def coverage_history(session: Session, device: str) -> S.CoverageHistory:
+    runs = session.scalars(select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION))
+                           .order_by(Run.started, Run.id)).all()
+    points = []
+    for run in runs:
+        if run.supported_count is None:  # still running: count live
+            total, supported, _ = run_counts(session, run)
+        else:
+            total, supported = run.arch_count or 0, run.supported_count
+        points.append(S.CoveragePoint(run_id=run.id, started=aware(run.started), trigger=run.trigger,
+                                      state=run.state, supported=supported, total=total,
+                                      fraction=_frac(supported, total)))
+    return S.CoverageHistory(device=device, points=points)
+
+
+def _row(name: str, rank: int, arch: Architecture | None, run: Run, o: ArchOutcome | None) -> S.ArchitectureRow:
+    o = o or ArchOutcome()
+    return S.ArchitectureRow(
+        name=name, rank=rank, model_type=arch.model_type if arch else "", downloads=arch.downloads if arch else 0,
+        representative=arch.representative if arch else None, remote_code=arch.remote_code if arch else False,
+        device=run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
+        blocking_op=o.blocking_op, error=o.error,
+    )
+
+
+def _matches(o: ArchOutcome | None, status: str | None, check: str | None) -> bool:
+    statuses = o.statuses if o else {}
+    if status is None:
+        return check is None or check in statuses
+    if status == "supported":
+        return is_supported_statuses(statuses)
+    if status == "unsupported":
+        return not is_supported_statuses(statuses)
+    if check is not None:
+        return statuses.get(check) == status
+    return status in statuses.values()
+
+
+def list_architectures(session: Session, *, status: str | None = None, check: str | None = None,
+                       device: str | None = None, q: str | None = None, page: int = 1,
+                       per_page: int = 50) -> S.ArchitecturePage:
+    """Architectures in each device's latest run, by rank; status may also be supported/unsupported."""
+    status = str(status) if status is not None else None
+    check = str(check) if check is not None else None
+    needle = q.lower() if q else None
+    rows: list[S.ArchitectureRow] = []
+    for run in _runs_for(session, device, None):
+        outcomes = arch_outcomes(session, run.id, run.device)
+        catalog = run_catalog(session, run, outcomes)
+        names = [a for a, _ in catalog]
+        archs = {a.name: a for a in session.scalars(select(Architecture).where(Architecture.name.in_(names)))} \
+            if len(names) <= 900 else {a.name: a for a in session.scalars(select(Architecture))}
+        for name, rank in catalog:
+            arch = archs.get(name)
+            if needle and needle not in name.lower() and not (arch and needle in arch.model_type.lower()):
+                continue
+            if _matches(outcomes.get(name), status, check):
+                rows.append(_row(name, rank, arch, run, outcomes.get(name)))
+    rows.sort(key=lambda r: (r.rank, r.name, r.device))
+    start = (page - 1) * per_page
+    return S.ArchitecturePage(items=rows[start:start + per_page], total=len(rows), page=page, per_page=per_page)
+
+
+def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
+    arch = session.get(Architecture, name)
+    has_results = session.scalar(select(Result.id).where(Result.architecture == name).limit(1))
+    if arch is None and has_results is None:
+        raise NotFound(f"architecture {name!r} not found")
+    latest = latest_results_in(session, name)
+    supported: dict[str, bool] = {}
+    for dev in sorted({r.device for r in latest}):
+        supported[dev] = is_supported_statuses({str(r.check): str(r.status) for r in latest if r.device == dev})
+    rows = session.execute(
+        select(Result.run_id, Result.device, Result.check, Result.status, Run.started, Run.trigger)
+        .join(Run, Run.id == Result.run_id).where(Result.architecture == name)
+        .order_by(Run.started.desc(), Run.id.desc(), Result.id)
+    )
+    history: dict[tuple[str, str], S.HistoryPoint] = {}
+    for run_id, dev, check, status, started, trigger in rows:
+        hp = history.setdefault((run_id, dev), S.HistoryPoint(
+            run_id=run_id, started=aware(started), trigger=trigger, device=dev, supported=False, statuses={}))
+        hp.statuses[check] = status
+    for hp in history.values():
+        hp.supported = is_supported_statuses(hp.statuses)
+    failing = next((r for r in latest if r.status != Status.PASS and r.status != Status.SKIPPED), None)
+    return S.ArchitectureDetail(
+        name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
+        downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
+        remote_code=arch.remote_code if arch else False, latest=latest, supported=supported,
+        history=list(history.values()),
+        blocking_op=next((r.blocking_op for r in latest if r.blocking_op), None),
+        error=f"{failing.error.type}: {failing.error.message}" if failing and failing.error else None,
+        repro=(failing.repro if failing else None) or next((r.repro for r in latest if r.repro), None),
+        badge_url=f"/api/v1/badges/{name}.svg",
+    )
+
+
+def _summary(session: Session, run: Run) -> dict:
+    if run.supported_count is None or run.state == "running":
+        total, supported, results = run_counts(session, run)
+    else:
+        total, supported, results = run.arch_count or 0, run.supported_count, run.result_count or 0
+    return dict(id=run.id, trigger=run.trigger, device=run.device, state=run.state, started=aware(run.started),
+                finished=aware(run.finished), catalog_source=run.catalog_source, snapshot_id=run.snapshot_id,
+                versions=run.versions or {}, checks=run.checks or [], planned=run.planned_count,
+                results=results, total=total, supported=supported)
+
+
+def list_runs(session: Session, *, device: str | None = None, trigger: str | None = None,
+              state: str | None = None, page: int = 1, per_page: int = 50) -> S.RunPage:
+    cond = []
+    if device is not None:
+        cond.append(Run.device == device)
+    if trigger is not None:
+        cond.append(Run.trigger == str(trigger))
+    if state is not None:
+        cond.append(Run.state == str(state))
+    total = session.scalar(select(func.count()).select_from(Run).where(*cond))
+    runs = session.scalars(select(Run).where(*cond).order_by(Run.started.desc(), Run.id.desc())
+                           .offset((page - 1) * per_page).limit(per_page))
+    return S.RunPage(items=[S.RunSummary(**_summary(session, r)) for r in runs], total=total,
+                     page=page, per_page=per_page)
+
+
+def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.RunDetail:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id!r} not found")
+    counts = dict(session.execute(select(Result.status, func.count()).where(Result.run_id == run_id)
+                                  .group_by(Result.status)).all())
+    results = []
+    if with_results:
+        rows = session.scalars(select(Result).where(Result.run_id == run_id)
+                               .order_by(Result.rank.nulls_last(), Result.architecture, Result.id))
+        results = [row_to_record(r).model_copy(update={"log": None}) for r in rows]  # logs: via the run's files
+    return S.RunDetail(**_summary(session, run), device_info=run.device_info or {}, status_counts=counts,
+                       result_list=results)
+
+
+def diff_runs(session: Session, a: str, b: str) -> S.RunDiff:
+    """Regressions (supported in a, not b), fixes, new and removed architectures, other check changes."""
+    ra, rb = session.get(Run, a), session.get(Run, b)
+    for rid, run in ((a, ra), (b, rb)):
+        if run is None:
+            raise NotFound(f"run {rid!r} not found")
+    oa, ob = arch_outcomes(session, a, ra.device), arch_outcomes(session, b, rb.device)
+    ranks = {n: r for n, r in run_catalog(session, ra, oa)} | {n: r for n, r in run_catalog(session, rb, ob)}
+    out = S.RunDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[])
+    for name in sorted(set(oa) | set(ob), key=lambda n: (ranks.get(n, 10**9), n)):
+        x, y = oa.get(name), ob.get(name)
+        before, after = (x.statuses if x else {}), (y.statuses if y else {})
+        changed = sorted(c for c in set(before) | set(after) if before.get(c) != after.get(c))
+        entry = S.DiffEntry(architecture=name, rank=ranks.get(name), before=before, after=after,
+                            changed_checks=changed)
+        if x is None:
+            out.new.append(entry)
+        elif y is None:
+            out.removed.append(entry)
+        elif x.supported and not y.supported:
+            out.regressions.append(entry)
+        elif y.supported and not x.supported:
+            out.fixes.append(entry)
+        elif changed:
+            out.changed.append(entry)
+    return out
+
+
+def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:
+    """Ops ranked by how many architectures they block (latest run per device, or one run)."""
+    runs = _runs_for(session, device, run_id)
+    by_op: dict[str, dict[str, int]] = {}
+    for run in runs:
+        for name, o in arch_outcomes(session, run.id, run.device).items():
+            if o.blocking_op and not o.supported:
+                rank = o.rank if o.rank is not None else 10**9
+                by_op.setdefault(o.blocking_op, {})[name] = min(rank, by_op.get(o.blocking_op, {}).get(name, rank))
+    items = []
+    for op, archs in by_op.items():
+        ordered = sorted(archs, key=lambda n: (archs[n], n))
+        best = archs[ordered[0]]
+        items.append(S.Blocker(op=op, count=len(archs), architectures=ordered,
+                               best_rank=best if best < 10**9 else None))
+    items.sort(key=lambda b: (-b.count, b.best_rank if b.best_rank is not None else 10**9, b.op))
+    return S.Blockers(device=device, run_id=run_id, items=items)
+
+
+def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredCoverage:
+    """Declared lists and measured devices over the same top-N of the ranked catalog, in one table."""
+    q = select(Architecture.name).order_by(Architecture.rank, Architecture.name)
+    names = list(session.scalars(q.limit(top_n) if top_n is not None else q))
+    total = len(names)
+    rows = []
+    for dl in declared_lists():
+        sup = [n for n in names if n in dl.architectures]
+        rows.append(S.DeclaredCoverageRow(kind="declared", name=dl.title, label=S.DECLARED_LABEL,
+                                          source=dl.source_url, supported=len(sup), total=total,
+                                          fraction=_frac(len(sup), total), architectures=sup))
+    for dev in device_names(session):
+        run = latest_run(session, dev)
+        if run is None:
+            continue
+        outcomes = arch_outcomes(session, run.id, run.device)
+        sup = [n for n in names if n in outcomes and outcomes[n].supported]
+        rows.append(S.DeclaredCoverageRow(kind="measured", name=dev, label=f"measured on {dev}, run {run.id}",
+                                          run_id=run.id, supported=len(sup), total=total,
+                                          fraction=_frac(len(sup), total), architectures=sup))
+    return S.DeclaredCoverage(top_n=top_n, total=total, rows=rows)
+
+
+def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
+    sub = session.get(Submission, submission_id)
+    if sub is None:
+        raise NotFound(f"submission {submission_id} not found")
+    results = []
+    if sub.run_id:
+        rows = session.scalars(select(Result).where(Result.run_id == sub.run_id).order_by(Result.id))
+        results = [row_to_record(r) for r in rows]
+    return S.SubmissionOut(id=sub.id, state=sub.state, model_id=sub.model_id, revision=sub.revision,
+                           architecture=sub.architecture, run_id=sub.run_id, error=sub.error,
+                           created=aware(sub.created), updated=aware(sub.updated),
+                           url=f"/api/v1/submissions/{sub.id}", results=results)
