@@ -53,6 +53,8 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     max_upload_bytes: int = Field(256 * 1024, ge=1024)
+    # Dashboard headline: "N% of the top <dashboard_top_n> architectures by Hub rank".
+    dashboard_top_n: int = Field(100, ge=1, le=100_000)
 
     @property
     def snapshot_path(self) -> Path:
