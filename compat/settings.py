@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     max_upload_bytes: int = Field(256 * 1024, ge=1024)
+    # A submitted config that would build a bigger model (counted on the meta device) is refused.
+    max_submission_params: int = Field(1_000_000_000_000, ge=1000)
+    api_max_per_page: int = Field(500, ge=1)
     # Dashboard headline: "N% of the top <dashboard_top_n> architectures by Hub rank".
     dashboard_top_n: int = Field(100, ge=1, le=100_000)
 
