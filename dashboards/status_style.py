@@ -33,7 +33,7 @@ STYLES: dict[str, StatusStyle] = {
         StatusStyle("oom", "▲", "oom", "st-fail", "ran out of device memory"),
         StatusStyle("error", "✗", "error", "st-fail", "raised an exception"),
         StatusStyle("crash", "☠", "crash", "st-fail", "the worker process died"),
-        StatusStyle("timeout", "⌛", "timeout", "st-warn", "did not finish in time"),
+        StatusStyle("timeout", "◷", "timeout", "st-warn", "did not finish in time"),
         StatusStyle("reference_fail", "?", "ref fail", "st-muted", "the CPU reference itself failed"),
         StatusStyle("skipped", "–", "skipped", "st-muted", "not run"),
     )

@@ -1,17 +1,144 @@
 """The dashboard's HTML pages: one FastAPI ``router`` that ``service.app.create_app()`` mounts at ``/``.
 
 Every number shown is read through ``service.queries`` (the same functions as the REST API), so page and API agree.
+This module holds the overview, matrix, architecture and blockers pages; runs and submissions include their own.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
+
+from compat.results import ALL_CHECKS
+from compat.settings import get_settings
+from dashboards import matrix as mx
+from dashboards.changes import changed_cells, history_changes, latest_changes
+from dashboards.charts import Series, legend_items, line_chart
+from dashboards.deps import get_session, not_found
+from dashboards.lookups import previous_run_id
+from dashboards.run_views import router as run_router
+from dashboards.submit_views import router as submit_router
+from dashboards.templating import render
+from service import queries
 
 router = APIRouter(include_in_schema=False)
+FIRST_COMMAND = "compat sweep"
+
+
+def _top_n(request: Request) -> int:
+    """Top-N of the headline: ``?top=`` when given and valid, else the setting."""
+    try:
+        return max(1, int(request.query_params.get("top", "")))
+    except ValueError:
+        return get_settings().dashboard_top_n
 
 
 @router.get("/", response_class=HTMLResponse)
-def overview() -> str:
-    """Placeholder until the service's queries land; replaced by the real overview page."""
-    return "<!doctype html><title>neuron-compat</title><h1>neuron-compat</h1>"
+def overview(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+    """Headline coverage per device, declared-support reference rows, coverage over time, last night's changes."""
+    runs = queries.list_runs(session, per_page=1)
+    if runs.total == 0:
+        return render(request, "empty.html", page_title="No runs yet", command=FIRST_COMMAND)
+    top_n = _top_n(request)
+    cov = queries.coverage(session).items
+    cov_top = {c.device: c for c in queries.coverage(session, top_n=top_n).items}
+    running = [r for r in queries.list_runs(session, state="running", per_page=10).items if r.trigger != "submission"]
+
+    histories = [queries.coverage_history(session, c.device) for c in cov]
+    labels, series = _history_series(histories)
+
+    diffs = []
+    for c in cov:
+        prev = previous_run_id(session, c.run_id)
+        if prev is not None:
+            run = queries.get_run(session, c.run_id, with_results=False)
+            diffs.append({"device": c.device, "trigger": run.trigger, "prev": prev, "latest": c.run_id,
+                          "diff": queries.diff_runs(session, prev, c.run_id)})
+    return render(
+        request, "overview.html", page_title="Overview", coverage=cov, coverage_top=cov_top, top_n=top_n,
+        declared=queries.declared_coverage(session, top_n=top_n), running=running, diffs=diffs,
+        chart=line_chart(series, labels, title="Supported architectures per run"),
+        chart_legend=legend_items(series),
+    )
+
+
+def _history_series(histories: list) -> tuple[list[str], list[Series]]:
+    """Align every device's history on one time axis (runs by start time) with gaps where a device has no run."""
+    points = sorted({(p.started, p.run_id) for h in histories for p in h.points})
+    index = {run_id: i for i, (_, run_id) in enumerate(points)}
+    labels = [started.strftime("%m-%d %H:%M") for started, _ in points]
+    series = []
+    for h in histories:
+        values: list[float | None] = [None] * len(points)
+        for p in h.points:
+            values[index[p.run_id]] = p.fraction * 100
+        series.append(Series(h.device, values))
+    return labels, series
+
+
+@router.get("/matrix", response_class=HTMLResponse)
+def matrix(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+    """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
+    query = mx.MatrixQuery.from_params(request.query_params)
+    page = queries.list_architectures(session, per_page=1_000_000)
+    rows, devices = mx.pivot(page.items, devices_order=["neuron"])
+    latest_run_by_device = {r.device: r.run_id for r in page.items}
+    for device, run_id in latest_run_by_device.items():
+        prev = previous_run_id(session, run_id)
+        if prev is None:
+            continue
+        changed = changed_cells(queries.diff_runs(session, prev, run_id), device)
+        for row in rows:
+            row.changed |= changed.get(row.name, set())
+    cols = mx.columns(rows, devices, query)
+    shown = mx.apply(rows, cols, query)
+    page_rows, page_no, pages = mx.paginate(shown, query.page)
+    spans: list[tuple[str, int]] = []
+    for d, _ in cols:
+        if spans and spans[-1][0] == d:
+            spans[-1] = (d, spans[-1][1] + 1)
+        else:
+            spans.append((d, 1))
+    checks = [str(c) for c in ALL_CHECKS if any(c2 == str(c) for _, c2 in mx.columns(rows, devices, mx.MatrixQuery()))]
+    return render(
+        request, "matrix.html", page_title="Architecture matrix", query=query, rows=page_rows, cols=cols,
+        device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS,
+        shown_total=len(shown), all_total=len(rows), page=page_no, pages=pages,
+    )
+
+
+@router.get("/architectures/{name}", response_class=HTMLResponse)
+def architecture(name: str, request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+    """Latest results with metrics, blocking op and error, history, reproducer, log links and badge snippet."""
+    try:
+        d = queries.architecture_detail(session, name)
+    except queries.NotFound:
+        return not_found(request, "Architecture", f"No architecture named “{name}” has been catalogued or run.",
+                         "/matrix", "Back to the matrix")
+    latest_run: dict[str, str] = {}
+    for h in d.history:  # newest first: the first point per device is the run ``latest`` came from
+        latest_run.setdefault(h.device, h.run_id)
+    base = str(request.base_url).rstrip("/")
+    badge = f"[![neuron-compat: {d.name}]({base}{d.badge_url})]({base}/architectures/{d.name})"
+    history_checks = [str(c) for c in ALL_CHECKS if any(str(c) in h.statuses for h in d.history)]
+    return render(
+        request, "architecture.html", page_title=d.name, d=d, latest_run=latest_run,
+        changed=latest_changes(d.history, latest_run.values()), history=history_changes(d.history),
+        history_checks=history_checks, badge_markdown=badge,
+    )
+
+
+@router.get("/blockers", response_class=HTMLResponse)
+def blockers(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+    """Ops ranked by how many architectures they block, each linking to those architectures."""
+    devices = queries.device_names(session)
+    device = request.query_params.get("device") or None
+    if device not in devices:
+        device = None
+    data = queries.blockers(session, device=device)
+    return render(request, "blockers.html", page_title="Op blockers", data=data, devices=devices, device=device)
+
+
+router.include_router(run_router)
+router.include_router(submit_router)

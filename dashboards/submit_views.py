@@ -1,0 +1,66 @@
+"""Submission pages: the form (Hub model id or uploaded config.json, plus an API token), its validation
+messages, and the submission page that polls its status until the run is done."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from sqlalchemy.orm import Session
+
+from compat.settings import get_settings
+from dashboards.deps import get_session, not_found
+from dashboards.submission_form import create_from_form
+from dashboards.templating import render
+from service import queries
+
+router = APIRouter(include_in_schema=False)
+_STATE_PROGRESS = {"queued": (10, "Waiting for a worker."), "running": (55, "Building and running the tiny model."),
+                   "done": (100, "Done."), "failed": (100, "Failed.")}
+
+
+def _form(request: Request, *, values: dict[str, str] | None = None, errors: list[tuple[str, str]] | None = None,
+          status_code: int = 200) -> HTMLResponse:
+    errors = errors or []
+    return render(request, "submit.html", status_code=status_code, page_title="Submit a model",
+                  values={"model_id": "", "revision": "", **(values or {})}, errors=errors,
+                  error_fields={f for f, _ in errors}, max_upload_kb=get_settings().max_upload_bytes // 1024)
+
+
+@router.get("/submit", response_class=HTMLResponse)
+def submit_form(request: Request) -> HTMLResponse:
+    return _form(request)
+
+
+@router.post("/submit", response_class=HTMLResponse, response_model=None)
+async def submit(request: Request, session: Session = Depends(get_session)) -> HTMLResponse | RedirectResponse:
+    """Validate like the API does, create the submission, then redirect to its live page (303, POST/redirect/GET)."""
+    settings = getattr(request.app.state, "settings", None) or get_settings()
+    form = await request.form()
+    result = await create_from_form(session, form, settings, getattr(request.app.state, "enqueue_submission", None),
+                                    getattr(request.app.state, "database_url", None) or settings.database_url)
+    if result.errors:
+        return _form(request, values=result.values, errors=result.errors, status_code=422)
+    return RedirectResponse(f"/submissions/{result.submission_id}", status_code=303)
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission(submission_id: int, request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+    try:
+        sub = queries.get_submission(session, submission_id)
+    except queries.NotFound:
+        return not_found(request, "Submission", f"No submission #{submission_id}.", "/submit", "Submit a model")
+    percent, message = _STATE_PROGRESS.get(sub.state, (0, ""))
+    return render(request, "submission.html", page_title=f"Submission #{sub.id}", sub=sub, percent=percent,
+                  message=message)
+
+
+@router.get("/submissions/{submission_id}/status.json")
+def submission_status(submission_id: int, session: Session = Depends(get_session)) -> JSONResponse:
+    """Polled by the submission page once a second until the state is final."""
+    try:
+        sub = queries.get_submission(session, submission_id)
+    except queries.NotFound:
+        return JSONResponse({"error": "not found"}, status_code=404)
+    percent, message = _STATE_PROGRESS.get(sub.state, (0, ""))
+    return JSONResponse({"state": sub.state, "percent": percent, "message": message,
+                         "final": sub.state in ("done", "failed"), "results": len(sub.results)})

@@ -1,0 +1,25 @@
+"""Every page renders in headless Chromium without script errors or foreign requests; screenshots saved."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+PAGES = [
+    ("overview", "/"),
+    ("matrix", "/matrix"),
+    ("architecture", "/architectures/MixtralForCausalLM"),
+    ("blockers", "/blockers"),
+    ("runs", "/runs"),
+    ("submit", "/submit"),
+]
+
+
+@pytest.mark.parametrize(("name", "path"), PAGES)
+def test_page_renders(page, name: str, path: str) -> None:  # noqa: ANN001
+    resp = page.goto(path)
+    assert resp.status == 200
+    assert page.page.locator("h1").count() == 1
+    page.shot(name)
+    assert page.console_errors == []
