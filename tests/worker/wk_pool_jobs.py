@@ -1,0 +1,56 @@
+"""Tiny fake jobs for the pool tests: they run in pool workers (imported there by module name).
+
+Each one exercises one pool behaviour (result, streaming, crash, hang, memory growth) without torch.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+
+def add(a: int, b: int) -> int:
+    print(f"adding {a} and {b}")
+    print("to stderr", file=sys.stderr)
+    return a + b
+
+
+def stream(n: int, emit) -> int:  # noqa: ANN001 - the pool's callback
+    for i in range(n):
+        emit("step", {"i": i, "pid": os.getpid()})
+    return n
+
+
+def announce_then_sleep(seconds: float, emit) -> str:  # noqa: ANN001
+    emit("pid", os.getpid())
+    time.sleep(seconds)
+    return "woke"
+
+
+def die() -> None:
+    print("about to die", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def sleep(seconds: float) -> str:
+    time.sleep(seconds)
+    return "slept"
+
+
+def boom() -> None:
+    raise ValueError("bad input")
+
+
+def grow(step_mb: int, total_mb: int) -> int:
+    """Touch memory gradually (so RSS really grows) until total_mb; the pool should stop it first."""
+    chunks = []
+    for _ in range(total_mb // step_mb):
+        chunks.append(bytearray(os.urandom(1)) * (step_mb * 2**20))
+        time.sleep(0.02)
+    return len(chunks)
+
+
+def pid() -> int:
+    return os.getpid()

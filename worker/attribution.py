@@ -1,0 +1,136 @@
+"""Attribution: turn an exception raised by a device check into a Status, the blocking aten op and an error digest.
+
+Pure functions over exception objects; the device's own exception types are recognised by duck typing so this
+module imports neither neuron_backend nor torch-neuronx.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import traceback as tb
+from dataclasses import dataclass
+
+import torch
+
+from compat.results import ErrorInfo, Status
+
+# c10::ScalarType names, the spelling PyTorch uses in its own dispatcher errors ("not implemented for 'Half'").
+_DTYPE_NAMES = {
+    torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+    torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+    torch.bool: "Bool", torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble",
+}
+MAX_MESSAGE = 2000
+MAX_TRACEBACK_LINES = 30
+
+_COULD_NOT_RUN = re.compile(r"Could not run '([\w:.]+)' with arguments from the '(\w+)' backend")
+_NOT_IMPL_FOR = re.compile(r"\"(\w+)\" not implemented for '(\w+)'")
+_OPERATOR_NOT_IMPL = re.compile(r"operator '([\w:.]+)' is not currently implemented")
+_OOM = re.compile(r"out of memory|can't allocate memory|CUDA error: out of memory|Tried to allocate", re.I)
+
+
+@dataclass(frozen=True)
+class Attribution:
+    status: Status
+    blocking_op: str | None
+    error: ErrorInfo
+    digest: str
+
+
+def dtype_name(dtype: object) -> str:
+    """``torch.float32`` -> ``Float``; strings pass through ("Float", "torch.float32" -> "Float")."""
+    if isinstance(dtype, torch.dtype):
+        return _DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+    text = str(dtype)
+    if text.startswith("torch."):
+        dt = getattr(torch, text.removeprefix("torch."), None)
+        if isinstance(dt, torch.dtype):
+            return _DTYPE_NAMES.get(dt, text.removeprefix("torch."))
+    return text
+
+
+def op_name(op: object) -> str:
+    """Normalise an op to ``aten::name``: accepts OpOverloads, ``aten.mm.default``, ``aten::mm``, ``mm``."""
+    text = getattr(op, "name", None)
+    if callable(text):  # torch._ops.OpOverload.name() -> "aten::mm"
+        text = text()
+    text = str(text if text else op)
+    if "::" not in text:
+        parts = text.split(".")
+        if len(parts) >= 2 and parts[0] in {"aten", "prims", "torch"}:
+            text = f"{parts[0]}::{parts[1]}"
+        else:
+            text = f"aten::{parts[0]}"
+    ns, _, rest = text.partition("::")
+    return f"{ns}::{rest.split('.')[0]}"
+
+
+def format_op(op: object, dtypes: object = None) -> str:
+    """``aten::histc (Long)``: the spelling shared by op traces, blocking ops and blocker rankings."""
+    name = op_name(op)
+    if not dtypes:
+        return name
+    if isinstance(dtypes, (str, torch.dtype)):
+        dtypes = [dtypes]
+    names = sorted({dtype_name(d) for d in dtypes})  # type: ignore[union-attr]
+    return f"{name} ({', '.join(names)})" if names else name
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    lines = tb.format_exception(type(exc), exc, exc.__traceback__)
+    short = "".join(lines).splitlines()[-MAX_TRACEBACK_LINES:]
+    cls = type(exc)
+    return ErrorInfo(type=f"{cls.__module__}.{cls.__qualname__}".removeprefix("builtins."),
+                     message=str(exc)[:MAX_MESSAGE], traceback="\n".join(short))
+
+
+def error_digest(exc_type: str, message: str) -> str:
+    """A stable 12-hex id for 'the same error': class + message with numbers, hex and quoted paths blanked."""
+    norm = re.sub(r"0x[0-9a-f]+|\d+", "N", message.splitlines()[0] if message else "")
+    norm = re.sub(r"(/[\w.\-]+)+", "PATH", norm)
+    return hashlib.sha1(f"{exc_type}:{norm}".encode()).hexdigest()[:12]
+
+
+def _is_device_op_error(exc: BaseException) -> bool:
+    # neuron_backend.NeuronUnsupportedOpError (and its dtype subclass) carry .op/.dtypes.
+    return any(c.__name__ in {"NeuronUnsupportedOpError", "NeuronUnsupportedDtypeError"} for c in type(exc).__mro__)
+
+
+def _is_device_dtype_error(exc: BaseException) -> bool:
+    return any(c.__name__ == "NeuronUnsupportedDtypeError" for c in type(exc).__mro__)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """Walk __cause__/__context__ to the device error that started it (accelerate and HF re-wrap errors)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if _is_device_op_error(cur) or isinstance(cur, (torch.OutOfMemoryError, MemoryError)):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return exc
+
+
+def attribute(exc: BaseException, failing_op: str | None = None) -> Attribution:
+    """Classify ``exc``. ``failing_op`` is the op the dispatch-mode catcher saw raise first, if any."""
+    root = _innermost(exc)
+    info = error_info(root)
+    digest = error_digest(info.type, info.message)
+    msg = info.message
+    if _is_device_op_error(root):
+        op = format_op(getattr(root, "op", None) or failing_op or "unknown", getattr(root, "dtypes", None))
+        status = Status.UNSUPPORTED_DTYPE if _is_device_dtype_error(root) else Status.UNSUPPORTED_OP
+        return Attribution(status, op, info, digest)
+    if isinstance(root, (torch.OutOfMemoryError, MemoryError)) or _OOM.search(msg):
+        return Attribution(Status.OOM, failing_op, info, digest)
+    if m := _COULD_NOT_RUN.search(msg):
+        return Attribution(Status.UNSUPPORTED_OP, op_name(m.group(1)), info, digest)
+    if m := _OPERATOR_NOT_IMPL.search(msg):
+        return Attribution(Status.UNSUPPORTED_OP, op_name(m.group(1)), info, digest)
+    if m := _NOT_IMPL_FOR.search(msg):
+        # The kernel name ("addmm_impl_cpu_") is not an aten op; prefer the op the catcher saw.
+        base = failing_op.split(" (")[0] if failing_op else m.group(1)
+        return Attribution(Status.UNSUPPORTED_DTYPE, f"{base} ({m.group(2)})", info, digest)
+    return Attribution(Status.ERROR, failing_op, info, digest)

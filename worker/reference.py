@@ -1,0 +1,199 @@
+"""The CPU side of every check: fp32 reference runs (twice), the fp64 golden run, the policy-precision reference.
+
+Also records the architecture's op trace. Everything here runs on CPU; a failure here is ``reference_fail``.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM, GenerationConfig
+
+from worker import judge
+from worker.optrace import OpRecorder
+
+BATCH, SEQ = 2, 16  # fixed forward inputs: small enough for tiny models, long enough to exercise masking/rope
+PROMPT_LEN, NEW_TOKENS = 8, 32  # greedy generation: 32 new tokens (the issue's number)
+LR = 1e-3  # the AdamW step of the train check (torch.optim.AdamW default)
+MAX_INPUT_ID = 1000  # tiny vocabularies are ~1k; stay below so ids are valid everywhere
+
+
+class ReferenceFailure(RuntimeError):
+    """The CPU reference itself failed: a harness or Transformers problem, never blamed on the device."""
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def make_inputs(vocab_size: int, seed: int) -> dict[str, torch.Tensor]:
+    """Fixed forward/train inputs (2 x 16 token ids) and a generation prompt (1 x 8), from ``seed``."""
+    gen = torch.Generator().manual_seed(seed)
+    high = max(2, min(vocab_size, MAX_INPUT_ID))
+    ids = torch.randint(1, high, (BATCH, SEQ), generator=gen)
+    prompt = torch.randint(1, high, (1, PROMPT_LEN), generator=gen)
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "prompt": prompt}
+
+
+def greedy_config() -> GenerationConfig:
+    # A fresh config: no eos (so both sides produce exactly NEW_TOKENS), no sampling, no beam search.
+    return GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                            pad_token_id=0, eos_token_id=None, bos_token_id=None)
+
+
+def load_model(path: Path, device_map: str = "cpu") -> torch.nn.Module:
+    """from_pretrained the way users do: safetensors only, never remote code, fp32."""
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, device_map=device_map,
+                                                 use_safetensors=True, trust_remote_code=False)
+    model.eval()
+    return model
+
+
+def forward_logits(model: torch.nn.Module, inputs: dict[str, torch.Tensor], device: str = "cpu") -> torch.Tensor:
+    with torch.no_grad():
+        out = model(input_ids=inputs["input_ids"].to(device), attention_mask=inputs["attention_mask"].to(device),
+                    use_cache=False)
+    return out.logits.detach().to("cpu", torch.float64 if out.logits.dtype == torch.float64 else torch.float32)
+
+
+def greedy(model: torch.nn.Module, prompt: torch.Tensor, device: str = "cpu") -> tuple[list[int], list[float]]:
+    """Greedy new tokens and, per step, the top-1 minus top-2 logit margin."""
+    model.generation_config = greedy_config()
+    with torch.no_grad():
+        out = model.generate(prompt.to(device), attention_mask=torch.ones_like(prompt).to(device),
+                             return_dict_in_generate=True, output_logits=True)
+    tokens = out.sequences[0, prompt.shape[1]:].tolist()
+    margins = []
+    for step in out.logits:
+        top2 = step[0].detach().to("cpu", torch.float64).topk(2).values
+        margins.append(float(top2[0] - top2[1]))
+    return tokens, margins
+
+
+def train_step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], device: str = "cpu",
+               ) -> dict[str, torch.Tensor]:
+    """Loss, flattened gradients and updated parameters after one AdamW step (eval mode: dropout off, so RNG
+    streams that differ between devices cannot make the comparison flaky)."""
+    model.zero_grad(set_to_none=True)
+    ids = inputs["input_ids"].to(device)
+    loss = model(input_ids=ids, attention_mask=inputs["attention_mask"].to(device), labels=ids,
+                 use_cache=False).loss
+    loss.backward()
+    params = [p for p in model.parameters() if p.requires_grad]
+    grads = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).cpu()
+                       for p in params])
+    torch.optim.AdamW(params, lr=LR).step()
+    updated = torch.cat([p.detach().reshape(-1).cpu() for p in params])
+    return {"loss": loss.detach().cpu().reshape(1), "grads": grads, "params": updated}
+
+
+def _autocast(policy: str):  # noqa: ANN202 - a context manager
+    # bf16_matmul = matmul-class ops in bf16; CPU autocast(bfloat16) is exactly that set of ops in bf16.
+    if policy in judge.REDUCED_POLICIES:
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return torch.autocast("cpu", enabled=False)
+
+
+@dataclass
+class Reference:
+    """Everything the CPU computes for one tiny checkpoint; device checks are judged against it."""
+
+    path: Path
+    policy: str
+    seed: int
+    model: torch.nn.Module
+    inputs: dict[str, torch.Tensor]
+    logits: torch.Tensor  # fp32 CPU run
+    policy_logits: torch.Tensor  # CPU run at the device's policy precision (== logits for fp32)
+    golden_logits: torch.Tensor | None  # fp64 CPU run; None when the model cannot run in fp64
+    determinism: judge.Verdict
+    recorder: OpRecorder = field(default_factory=OpRecorder)
+    _golden_model: torch.nn.Module | None = None
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ops(self) -> list[str]:
+        return self.recorder.ops
+
+    def traced(self, fn: Callable[[], Any]) -> Any:
+        with self.recorder:
+            return fn()
+
+    def logit_bound(self) -> float:
+        return judge.logit_error_bound(self.policy_logits, self.golden_logits, self.policy)
+
+    def generation(self) -> tuple[list[int], list[float]]:
+        if "gen" not in self._cache:
+            try:
+                self._cache["gen"] = self.traced(lambda: greedy(self.model, self.inputs["prompt"]))
+            except Exception as exc:
+                raise ReferenceFailure(f"reference generate failed: {type(exc).__name__}: {exc}") from exc
+        return self._cache["gen"]
+
+    def training(self) -> dict[str, dict[str, torch.Tensor] | None]:
+        """fp32, policy-precision and fp64 results of one AdamW step, each on a fresh copy of the weights."""
+        if "train" not in self._cache:
+            try:
+                fp32 = self.traced(lambda: train_step(copy.deepcopy(self.model), self.inputs))
+                if self.policy in judge.REDUCED_POLICIES:
+                    with _autocast(self.policy):
+                        pol = train_step(copy.deepcopy(self.model), self.inputs)
+                else:
+                    pol = fp32
+            except Exception as exc:
+                raise ReferenceFailure(f"reference train step failed: {type(exc).__name__}: {exc}") from exc
+            gold = None
+            if self._golden_model is not None:
+                try:
+                    gold = train_step(copy.deepcopy(self._golden_model), self.inputs)
+                except Exception:  # noqa: BLE001 - fp64 is a nicety; judge falls back to the fp32 reference
+                    gold = None
+            self._cache["train"] = {"fp32": fp32, "policy": pol, "golden": gold}
+        return self._cache["train"]
+
+
+def prepare_reference(path: Path, policy: str, seed: int) -> Reference:
+    """Load on CPU, run forward twice (traced), run fp64 and policy precision; raise ReferenceFailure if it fails."""
+    seed_everything(seed)
+    try:
+        model = load_model(path, "cpu")
+    except Exception as exc:
+        raise ReferenceFailure(f"reference load failed: {type(exc).__name__}: {exc}") from exc
+    vocab = int(getattr(model.config.get_text_config(), "vocab_size", 0) or MAX_INPUT_ID)
+    inputs = make_inputs(vocab, seed)
+    recorder = OpRecorder()
+    try:
+        with recorder:
+            run1 = forward_logits(model, inputs)
+        run2 = forward_logits(model, inputs)
+    except Exception as exc:
+        raise ReferenceFailure(f"reference forward failed: {type(exc).__name__}: {exc}") from exc
+    golden_model: torch.nn.Module | None = None
+    golden = None
+    try:
+        golden_model = copy.deepcopy(model).to(torch.float64)
+        golden = forward_logits(golden_model, inputs)
+        if not bool(torch.isfinite(golden).all()):
+            golden, golden_model = None, None
+    except Exception:  # noqa: BLE001 - some kernels lack fp64; judge then uses the fp32 reference alone
+        golden, golden_model = None, None
+    policy_logits = run1
+    if policy in judge.REDUCED_POLICIES:
+        try:
+            with _autocast(policy):
+                policy_logits = forward_logits(model, inputs).float()
+        except Exception as exc:
+            raise ReferenceFailure(f"reference {policy} forward failed: {type(exc).__name__}: {exc}") from exc
+    verdict = judge.reference_determinism(run1, run2, golden)
+    return Reference(path=path, policy=policy, seed=seed, model=model, inputs=inputs, logits=run1,
+                     policy_logits=policy_logits, golden_logits=golden, determinism=verdict,
+                     recorder=recorder, _golden_model=golden_model)
