@@ -29,10 +29,12 @@ from service.models import (
     Result,
     Run,
     RunArchitecture,
+    Submission,
 )
 from service.rollup import run_counts
 
 RESULT_KEY = ("run_id", "architecture", "device", "check")
+SUBMISSION_STATES = ("queued", "running", "done", "failed")
 
 
 def aware(value: datetime | None) -> datetime | None:
@@ -215,6 +217,30 @@ class Store:
                     return None
                 q = q.where((Run.started < pivot.started) | ((Run.started == pivot.started) & (Run.id < pivot.id)))
             return s.scalar(q.order_by(Run.started.desc(), Run.id.desc()).limit(1))
+
+    def submission(self, submission_id: int) -> dict | None:
+        """A submission's input (model_id, revision, config, architecture, state) for the worker."""
+        with self.session() as s:
+            sub = s.get(Submission, submission_id)
+            if sub is None:
+                return None
+            return {"id": sub.id, "model_id": sub.model_id, "revision": sub.revision, "config": sub.config,
+                    "architecture": sub.architecture, "state": sub.state, "run_id": sub.run_id}
+
+    def set_submission_state(self, submission_id: int, state: str, *, run_id: str | None = None,
+                             error: str | None = None, architecture: str | None = None) -> None:
+        if state not in SUBMISSION_STATES:
+            raise ValueError(f"unknown submission state {state!r}")
+        with self.session() as s:
+            sub = s.get(Submission, submission_id)
+            if sub is None:
+                raise KeyError(f"unknown submission {submission_id}")
+            sub.state, sub.updated = state, datetime.now(UTC)
+            if run_id is not None:
+                sub.run_id = run_id
+            if architecture is not None:
+                sub.architecture = architecture
+            sub.error = error[:4000] if error else None
 
     def op_traces(self, run_id: str) -> list[OpTrace]:
         with self.session() as s:

@@ -69,3 +69,36 @@ def pg_url(pg_user: str):
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request) -> str:
     return request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "pg_url")
+
+
+@pytest.fixture
+def app_factory(sqlite_url: str):
+    """Build an app on a fresh SQLite DB; submissions are recorded instead of run (the worker is tested apart)."""
+    from compat.settings import Settings
+    from service.app import create_app
+
+    def make(**overrides):
+        settings = Settings(database_url=sqlite_url, **overrides)
+        app = create_app(settings)
+        app.state.enqueued = []
+        app.state.enqueue_submission = lambda sid, url: app.state.enqueued.append((sid, url))
+        return app
+
+    return make
+
+
+@pytest.fixture
+def client(app_factory):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app_factory()) as c:
+        yield c
+
+
+@pytest.fixture
+def token(sqlite_url: str, client) -> str:
+    from service import db
+    from service.auth import create_token
+
+    with db.session_scope(sqlite_url) as s:
+        return create_token(s, "tester")

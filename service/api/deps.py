@@ -1,0 +1,51 @@
+"""Dependencies shared by the routers: DB session, bearer-token check, rejection of unknown query params.
+
+Unknown query parameters are an error (422), so a typo in a filter never silently returns everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from service import db
+from service.auth import token_name
+
+_bearer = HTTPBearer(auto_error=False, description="API token from `compat token create NAME`")
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with db.session_scope(request.app.state.database_url) as session:
+        yield session
+
+
+def require_token(creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
+                  session: Session = Depends(get_session)) -> str:
+    """Name of the caller's token; 401 when missing or invalid."""
+    if creds is None or creds.scheme.lower() != "bearer":
+        raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
+    name = token_name(session, creds.credentials)
+    if name is None:
+        raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
+    return name
+
+
+def reject_unknown_query(request: Request) -> None:
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    known = {p.alias for p in _all_query_params(dependant)}
+    unknown = sorted(set(request.query_params) - known)
+    if unknown:
+        raise HTTPException(422, [{"loc": ["query", k], "msg": "unknown query parameter", "type": "unknown"}
+                                  for k in unknown])
+
+
+def _all_query_params(dependant):  # noqa: ANN001, ANN202 - fastapi internals
+    yield from dependant.query_params
+    for sub in dependant.dependencies:
+        yield from _all_query_params(sub)

@@ -1,0 +1,95 @@
+"""Read endpoints over stored results: coverage, devices, architectures, runs, diff, blockers, declared lists.
+
+Each handler validates its parameters and delegates to ``service.queries``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from sqlalchemy.orm import Session
+
+from compat.results import Check, Trigger
+from service import queries
+from service import schemas as S
+from service.api.deps import get_session, reject_unknown_query
+
+router = APIRouter(dependencies=[Depends(reject_unknown_query)])
+
+NAME = r"^[A-Za-z0-9_.\-]+$"  # device names, run ids, class names: no control chars or spaces
+Device = Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME, description="device name")]
+RunId = Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME, description="run id")]
+TopN = Annotated[int | None, Query(ge=1, le=100_000, description="only the N best-ranked architectures")]
+Page = Annotated[int, Query(ge=1, le=1_000_000)]
+PerPage = Annotated[int, Query(ge=1, le=100_000)]
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def _check_per_page(request: Request, per_page: int) -> None:
+    limit = request.app.state.settings.api_max_per_page
+    if per_page > limit:
+        raise HTTPException(422, [{"loc": ["query", "per_page"], "msg": f"per_page must be <= {limit}",
+                                   "type": "less_than_equal"}])
+
+
+@router.get("/coverage", response_model=S.Coverage, summary="Coverage headline per device (latest run or one run)")
+def coverage(session: SessionDep, device: Device = None, run_id: RunId = None, top_n: TopN = None) -> S.Coverage:
+    return queries.coverage(session, device=device, run_id=run_id, top_n=top_n)
+
+
+@router.get("/coverage/history", response_model=S.CoverageHistory, summary="Supported/total of every run of a device")
+def coverage_history(session: SessionDep,
+                     device: Annotated[str, Query(min_length=1, max_length=64, pattern=NAME)]) -> S.CoverageHistory:
+    return queries.coverage_history(session, device)
+
+
+@router.get("/coverage/declared", response_model=S.DeclaredCoverage,
+            summary="Declared support lists (declared, not measured) next to measured devices over the top-N")
+def declared(session: SessionDep, top_n: TopN = None) -> S.DeclaredCoverage:
+    return queries.declared_coverage(session, top_n=top_n)
+
+
+@router.get("/devices", response_model=list[S.DeviceOut])
+def devices(session: SessionDep) -> list[S.DeviceOut]:
+    return queries.list_devices(session)
+
+
+@router.get("/architectures", response_model=S.ArchitecturePage, summary="Architectures by rank, filtered, paginated")
+def architectures(request: Request, session: SessionDep, status: queries.StatusFilter | None = None, check: Check | None = None,
+                  device: Device = None, q: Annotated[str | None, Query(max_length=128, pattern=r"^[^\x00-\x1f]*$")] = None,
+                  page: Page = 1, per_page: PerPage = 50) -> S.ArchitecturePage:
+    _check_per_page(request, per_page)
+    return queries.list_architectures(session, status=status, check=check, device=device, q=q, page=page,
+                                      per_page=per_page)
+
+
+@router.get("/architectures/{name}", response_model=S.ArchitectureDetail)
+def architecture(session: SessionDep,
+                 name: Annotated[str, Path(max_length=128, pattern=NAME)]) -> S.ArchitectureDetail:
+    return queries.architecture_detail(session, name)
+
+
+@router.get("/runs", response_model=S.RunPage)
+def runs(request: Request, session: SessionDep, device: Device = None, trigger: Trigger | None = None,
+         state: Annotated[str | None, Query(pattern="^(running|complete|incomplete)$")] = None,
+         page: Page = 1, per_page: PerPage = 50) -> S.RunPage:
+    _check_per_page(request, per_page)
+    return queries.list_runs(session, device=device, trigger=trigger, state=state, page=page, per_page=per_page)
+
+
+@router.get("/runs/{run_id}", response_model=S.RunDetail)
+def run(session: SessionDep, run_id: Annotated[str, Path(max_length=64, pattern=NAME)],
+        results: bool = True) -> S.RunDetail:
+    return queries.get_run(session, run_id, with_results=results)
+
+
+@router.get("/diff", response_model=S.RunDiff, summary="Regressions, fixes, new and removed from run a to run b")
+def diff(session: SessionDep, a: Annotated[str, Query(max_length=64, pattern=NAME)],
+         b: Annotated[str, Query(max_length=64, pattern=NAME)]) -> S.RunDiff:
+    return queries.diff_runs(session, a, b)
+
+
+@router.get("/blockers", response_model=S.Blockers, summary="Ops ranked by the architectures they block")
+def blockers(session: SessionDep, device: Device = None, run_id: RunId = None) -> S.Blockers:
+    return queries.blockers(session, device=device, run_id=run_id)

@@ -1,0 +1,129 @@
+"""FastAPI app factory: REST API under /api/v1, /healthz, /metrics, and the dashboard pages at /.
+
+Every error leaves as a JSON body ({"error", "detail"}); the catch-all handler keeps even bugs out of HTML.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.util import find_spec
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from compat.settings import Settings, get_settings
+from service import db
+from service.metrics import Metrics, MetricsMiddleware
+from service.queries import NotFound
+from service.validation import InvalidInput
+
+log = logging.getLogger(__name__)
+API_PREFIX = "/api/v1"
+
+
+def _enqueue(submission_id: int, database_url: str) -> None:
+    # Lazy: the worker (torch, transformers) loads only when a submission arrives.
+    from worker.interface import enqueue_submission
+
+    enqueue_submission(submission_id, database_url)
+
+
+class BodyLimit:
+    """Refuse request bodies far above the upload cap before parsing them (413, JSON)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            length = dict(scope.get("headers") or []).get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.limit):
+                resp = JSONResponse({"error": "request body too large", "detail": {"limit_bytes": self.limit}},
+                                    status_code=413)
+                await resp(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        msg = exc.detail if isinstance(exc.detail, str) else {401: "unauthorized", 422: "invalid request"}.get(
+            exc.status_code, "error")
+        return JSONResponse({"error": msg, "detail": jsonable_encoder(exc.detail)}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+        return JSONResponse({"error": "invalid request", "detail": jsonable_encoder(errors)}, status_code=422)
+
+    @app.exception_handler(InvalidInput)
+    async def invalid_input(_: Request, exc: InvalidInput) -> JSONResponse:
+        return JSONResponse({"error": exc.message, "field": exc.field,
+                             "detail": [{"loc": ["body", exc.field], "msg": exc.message, "type": "invalid"}]},
+                            status_code=422)
+
+    @app.exception_handler(NotFound)
+    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
+        return JSONResponse({"error": str(exc), "detail": None}, status_code=404)
+
+    @app.exception_handler(Exception)
+    async def internal(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return JSONResponse({"error": "internal error", "detail": type(exc).__name__}, status_code=500)
+
+
+def _mount_dashboards(app: FastAPI) -> None:
+    if find_spec("dashboards.views") is None:
+        return
+    from fastapi.staticfiles import StaticFiles
+
+    from dashboards.views import router
+
+    app.include_router(router)
+    static = Path(find_spec("dashboards").submodule_search_locations[0]) / "static"
+    if static.is_dir():
+        app.mount("/static", StaticFiles(directory=static), name="static")
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
+    """The service: API + dashboards over ``settings.database_url`` (migrated to head unless ``migrate=False``)."""
+    from service.api import badges, results, submissions
+
+    settings = settings or get_settings()
+    if migrate:
+        db.upgrade(settings.database_url)
+    app = FastAPI(title="neuron-compat", version="1", summary="Which Hugging Face causal-LM architectures run "
+                  "correctly on a PyTorch device, and why the rest fail.")
+    app.state.settings = settings
+    app.state.database_url = settings.database_url
+    app.state.enqueue_submission = _enqueue
+    metrics = Metrics()
+    app.state.metrics = metrics
+    _install_error_handlers(app)
+    for module in (results, badges, submissions):
+        app.include_router(module.router, prefix=API_PREFIX)
+
+    @app.get("/healthz", tags=["ops"], summary="Liveness and database reachability")
+    def healthz() -> dict[str, str]:
+        with db.get_engine(settings.database_url).connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return {"status": "ok", "database": "ok"}
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse, summary="Prometheus metrics")
+    def metrics_endpoint() -> PlainTextResponse:
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    _mount_dashboards(app)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    # The multipart envelope adds a little around the file itself.
+    app.add_middleware(BodyLimit, limit=settings.max_upload_bytes + 16 * 1024)
+    return app
