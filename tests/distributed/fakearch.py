@@ -1,0 +1,42 @@
+"""A stand-in for worker.runner.run_architecture (COMPAT_RUN_HOOK=fakearch:run) whose behaviour is in the entry.
+
+The Celery task path around it is the real one; only building and judging a model is replaced by a sleep,
+a crash or a hang, so fault tests take seconds. Every execution leaves a marker file the test can observe.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from compat.results import ArchitectureEntry, Check, ResultRecord, Status
+
+
+def run(entry: ArchitectureEntry, device: str, checks: list[Check], *, seed: int = 0,
+        workdir: Path | None = None, emit: Any = None) -> list[ResultRecord]:
+    cfg = entry.config or {}
+    execution = uuid.uuid4().hex[:8]
+    markers = Path(cfg["marker_dir"])
+    markers.mkdir(parents=True, exist_ok=True)
+    first = not any(markers.glob(f"{entry.name}.*"))
+    (markers / f"{entry.name}.{os.getpid()}.{execution}").write_text(str(time.time()))
+    behaviour = cfg.get("fake", "sleep")
+    if behaviour == "crash" or (behaviour == "crash_once" and first):
+        os.kill(os.getpid(), signal.SIGKILL)
+    if behaviour == "hang":
+        # A process stuck in native code never sees the soft limit; swallowing it models that.
+        deadline = time.monotonic() + 3600
+        while time.monotonic() < deadline:
+            try:
+                time.sleep(0.1)
+            except BaseException:  # noqa: BLE001, S110 - deliberately deaf to SoftTimeLimitExceeded
+                pass
+    time.sleep(float(cfg.get("sleep_s", 0.0)))
+    status = Status(cfg.get("status", "pass"))
+    return [ResultRecord(architecture=entry.name, rank=entry.rank, device=device, check=c, status=status,
+                         metrics={"pid": os.getpid(), "execution": execution}) for c in checks]
+
