@@ -17,7 +17,7 @@ DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "4 4")
 
 @dataclass(frozen=True)
 class Series:
-    """One line: a name and a value (0..100, or None for a gap) per x position."""
+    """One line: a name and a value (0..100, or None where this series has no point) per x position."""
 
     name: str
     values: Sequence[float | None]
@@ -32,13 +32,13 @@ def line_chart(
     x_labels: Sequence[str],
     *,
     title: str,
-    width: int = 720,
-    height: int = 260,
+    width: int = 1100,
+    height: int = 240,
     y_max: float = 100.0,
     y_suffix: str = "%",
 ) -> Markup:
     """An accessible SVG line chart (role=img with a title and a text description of the last values)."""
-    pad_l, pad_r, pad_t, pad_b = 44, 16, 16, 40
+    pad_l, pad_r, pad_t, pad_b = 48, 48, 12, 34
     plot_w, plot_h = width - pad_l - pad_r, height - pad_t - pad_b
     n = len(x_labels)
 
@@ -72,7 +72,9 @@ def line_chart(
             )
     for k, s in enumerate(series):
         color, dash = PALETTE[k % len(PALETTE)], DASHES[k % len(DASHES)]
-        for seg in _segments(s.values):
+        # Runs of other devices leave None here; connect this device's own runs across them.
+        seg = [(i, v) for i, v in enumerate(s.values) if v is not None]
+        if len(seg) > 1:
             pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in seg)
             dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
             out.append(
@@ -96,15 +98,3 @@ def legend_items(series: Sequence[Series]) -> list[tuple[str, str, str]]:
 
 def _last_value(values: Sequence[float | None]) -> float | None:
     return next((v for v in reversed(values) if v is not None), None)
-
-
-def _segments(values: Sequence[float | None]) -> list[list[tuple[int, float]]]:
-    """Split a series at gaps (None) so a missing run is not drawn as a straight interpolation."""
-    segs: list[list[tuple[int, float]]] = [[]]
-    for i, v in enumerate(values):
-        if v is None:
-            if segs[-1]:
-                segs.append([])
-        else:
-            segs[-1].append((i, v))
-    return [s for s in segs if s]

@@ -41,7 +41,8 @@ def overview(request: Request, session: Session = Depends(get_session)) -> HTMLR
     if runs.total == 0:
         return render(request, "empty.html", page_title="No runs yet", command=FIRST_COMMAND)
     top_n = _top_n(request)
-    cov = queries.coverage(session).items
+    # The device under test leads; other devices (cpu, cuda...) follow by name.
+    cov = sorted(queries.coverage(session).items, key=lambda c: (c.device != get_settings().device, c.device))
     cov_top = {c.device: c for c in queries.coverage(session, top_n=top_n).items}
     running = [r for r in queries.list_runs(session, state="running", per_page=10).items if r.trigger != "submission"]
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -12,7 +11,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-
 from dash_seed import seed_sweep
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -148,5 +146,3 @@ def page(browser, live: LiveServer) -> Iterator[RecordedPage]:  # noqa: ANN001
     # Every test doubles as a closed-network check.
     assert rp.foreign_requests() == [], f"requests left 127.0.0.1: {rp.foreign_requests()}"
 
-
-os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
