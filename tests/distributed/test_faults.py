@@ -1,0 +1,128 @@
+"""Fault tests on real worker processes: kill -9 mid-architecture, Redis restart mid-sweep, hard time limit,
+and a process-killing architecture (bounded retries, then `crash`). The task code path is the real one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+
+from compat.results import Status
+from worker.executors import CeleryExecutor
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def assert_exactly_once(results, names, checks=("load", "forward")) -> None:
+    keys = Counter(r.key for r in results)
+    assert sorted(keys) == sorted((n, "neuron", c) for n in names for c in checks)
+    assert set(keys.values()) == {1}
+    # Each architecture's checks come from one execution: no mix of two deliveries.
+    for name in names:
+        assert len({r.metrics.get("execution") for r in results if r.architecture == name}) == 1, name
+
+
+def test_kill9_worker_mid_architecture_is_redelivered_and_finished_by_the_other(
+        shared_redis, pg_url, store, make_cluster):
+    cluster = make_cluster(shared_redis, pg_url)
+    cluster.start_worker("victim")
+    cluster.wait_ready()
+    executor = CeleryExecutor(cluster.app())
+    names = ["Slow", "Fast1", "Fast2", "Fast3"]
+    entries = [cluster.entry("Slow", rank=1, sleep_s=3.0)] + [
+        cluster.entry(n, rank=i + 2, sleep_s=0.2) for i, n in enumerate(names[1:])]
+    plan = cluster.plan(entries)
+    run_id = executor.submit(store, plan)
+    marker = wait_for(lambda: cluster.executions("Slow"), 30, "Slow to start on the victim")[0]
+    # The survivor starts only now, so the victim certainly had Slow in hand when it died.
+    cluster.start_worker("survivor")
+    cluster.wait_ready()
+    cluster.kill9("victim")
+    victim_pid = int(marker.name.split(".")[1])
+    outcome = executor.follow(store, plan, run_id, stall_timeout_s=40, poll_s=0.2)
+
+    assert outcome.state == "complete"
+    assert_exactly_once(outcome.results, names)
+    assert all(r.status == Status.PASS for r in outcome.results)
+    slow_pid = {r.metrics["pid"] for r in outcome.results if r.architecture == "Slow"}
+    assert victim_pid not in slow_pid  # finished by the survivor, after redelivery
+    assert len(cluster.executions("Slow")) == 2  # started once on each worker, stored once
+    assert "ready." in cluster.log("survivor") and cluster.workers["survivor"].poll() is None
+
+
+def test_redis_restart_during_sweep_loses_and_doubles_nothing(own_redis, pg_url, store, make_cluster):
+    cluster = make_cluster(own_redis.url, pg_url)
+    cluster.start_worker("w1")
+    cluster.start_worker("w2")
+    cluster.wait_ready()
+    executor = CeleryExecutor(cluster.app())
+    names = [f"Arch{i}" for i in range(10)]
+    plan = cluster.plan([cluster.entry(n, rank=i, sleep_s=0.6) for i, n in enumerate(names)])
+    run_id = executor.submit(store, plan)
+    wait_for(lambda: len({r.architecture for r in store.run_results(run_id)}) >= 2, 30, "two results")
+    own_redis.kill()  # SIGKILL: no chance to flush anything beyond the append-only file
+    time.sleep(2.0)  # tasks finish and try to ack/store results while the broker is gone
+    own_redis.start()
+    outcome = executor.follow(store, plan, run_id, stall_timeout_s=40, poll_s=0.2)
+
+    assert outcome.state == "complete"
+    assert_exactly_once(outcome.results, names)
+    assert {r.status for r in outcome.results} == {Status.PASS}
+    assert all(p.poll() is None for p in cluster.workers.values()), "a worker died with the broker"
+
+
+def test_hard_time_limit_records_timeout_and_the_worker_carries_on(shared_redis, pg_url, store, make_cluster):
+    # soft 1 s, hard 2 s; "Hang" ignores the soft limit like a process stuck in native code.
+    cluster = make_cluster(shared_redis, pg_url, arch_timeout_s=1.0, task_hard_grace_s=1.0,
+                           visibility_timeout_s=5.0)
+    worker = cluster.start_worker("w1")
+    cluster.wait_ready()
+    executor = CeleryExecutor(cluster.app())
+    entries = [cluster.entry("Hang", rank=1, fake="hang"), cluster.entry("Sleepy", rank=2, sleep_s=30),
+               cluster.entry("After", rank=3, sleep_s=0.1)]
+    plan = cluster.plan(entries)
+    outcome = executor.run(store, plan)
+
+    assert outcome.state == "complete"
+    by = {(r.architecture, str(r.check)): r for r in outcome.results}
+    for check in ("load", "forward"):
+        assert by["Hang", check].status == Status.TIMEOUT
+        assert "hard time limit" in by["Hang", check].reason
+        assert by["Sleepy", check].status == Status.TIMEOUT  # the soft limit, raised inside the task
+        assert "soft time limit" in by["Sleepy", check].reason
+        assert by["After", check].status == Status.PASS
+    assert len(cluster.executions("Hang")) == 1  # a timeout is acked, not retried
+    assert worker.poll() is None  # same worker, new pool process
+    assert by["After", "load"].metrics["pid"] != int(cluster.executions("Hang")[0].name.split(".")[1])
+
+
+def test_process_killing_architecture_is_retried_a_bounded_number_of_times_then_crash(
+        shared_redis, pg_url, store, make_cluster):
+    cluster = make_cluster(shared_redis, pg_url, crash_retries=1)
+    worker = cluster.start_worker("w1")
+    cluster.wait_ready()
+    executor = CeleryExecutor(cluster.app())
+    entries = [cluster.entry("Boom", rank=1, fake="crash"), cluster.entry("Flaky", rank=2, fake="crash_once"),
+               cluster.entry("Fine", rank=3)]
+    outcome = executor.run(store, cluster.plan(entries))
+
+    assert outcome.state == "complete"
+    by = {(r.architecture, str(r.check)): r for r in outcome.results}
+    assert len(cluster.executions("Boom")) == 2  # first try + crash_retries
+    assert by["Boom", "load"].status == Status.CRASH and by["Boom", "forward"].status == Status.CRASH
+    assert "died on each of 2 attempt(s)" in by["Boom", "load"].reason
+    assert by["Boom", "load"].error.type == "WorkerLostError" and "signal 9" in by["Boom", "load"].reason
+    assert len(cluster.executions("Flaky")) == 2 and by["Flaky", "load"].status == Status.PASS
+    assert by["Fine", "forward"].status == Status.PASS
+    assert worker.poll() is None
+    os.kill(worker.pid, signal.SIGTERM)  # warm shutdown works after pool processes were lost
+    assert worker.wait(20) == 0
