@@ -55,7 +55,6 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(256 * 1024, ge=1024)
     # A submitted config that would build a bigger model (counted on the meta device) is refused.
     max_submission_params: int = Field(1_000_000_000_000, ge=1000)
-    api_max_per_page: int = Field(500, ge=1)
     # Dashboard headline: "N% of the top <dashboard_top_n> architectures by Hub rank".
     dashboard_top_n: int = Field(100, ge=1, le=100_000)
 
