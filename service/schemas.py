@@ -222,3 +222,4 @@ class ErrorBody(BaseModel):
 
     error: str
     detail: Any = None
+    field: str | None = None  # the input to fix, for 422s on submissions

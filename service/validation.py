@@ -12,6 +12,9 @@ from typing import Any
 MAX_REPO_ID = 96
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
+# Charset-level patterns for the OpenAPI schema; the full rules ('--', '..', edges) are checked below.
+MODEL_ID_PATTERN = r"^([A-Za-z0-9._-]+/)?[A-Za-z0-9._-]+$"
+REVISION_PATTERN = _REVISION.pattern
 
 # Dimension fields: hard caps stop absurd values before anything is built (even on meta, building
 # 10^9 layers would take forever). Values are well above any published model.

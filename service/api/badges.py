@@ -12,12 +12,12 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from service.api.deps import get_session, reject_unknown_query
+from service.api.deps import READ_ERRORS, get_session, reject_unknown_query
 from service.api.results import NAME
 from service.rollup import is_supported_statuses
 from service.store import latest_results_in
 
-router = APIRouter(dependencies=[Depends(reject_unknown_query)])
+router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=READ_ERRORS)
 
 COLORS = {"supported": "#2e7d32", "fallback": "#f9a825", "unsupported": "#c62828", "not tested": "#9e9e9e"}
 

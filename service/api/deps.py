@@ -13,6 +13,18 @@ from sqlalchemy.orm import Session
 
 from service import db
 from service.auth import token_name
+from service.schemas import ErrorBody
+
+# Documented on every route so the OpenAPI schema matches what clients actually receive.
+READ_ERRORS: dict[int | str, dict] = {
+    404: {"model": ErrorBody, "description": "Not found"},
+    422: {"model": ErrorBody, "description": "Invalid or unknown parameter"},
+}
+WRITE_ERRORS: dict[int | str, dict] = {
+    **READ_ERRORS,
+    401: {"model": ErrorBody, "description": "Missing or invalid bearer token"},
+    413: {"model": ErrorBody, "description": "Request body too large"},
+}
 
 _bearer = HTTPBearer(auto_error=False, description="API token from `compat token create NAME`")
 

@@ -15,11 +15,19 @@ from sqlalchemy.orm import Session
 
 from service import queries
 from service import schemas as S
-from service.api.deps import get_session, reject_unknown_query, require_token
+from service.api.deps import WRITE_ERRORS, get_session, reject_unknown_query, require_token
 from service.models import Submission
-from service.validation import InvalidInput, check_config, parse_config, validate_repo_id, validate_revision
+from service.validation import (
+    MODEL_ID_PATTERN,
+    REVISION_PATTERN,
+    InvalidInput,
+    check_config,
+    parse_config,
+    validate_repo_id,
+    validate_revision,
+)
 
-router = APIRouter(dependencies=[Depends(reject_unknown_query)])
+router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=WRITE_ERRORS)
 
 
 async def _read_capped(upload: UploadFile, limit: int) -> bytes:
@@ -31,15 +39,16 @@ async def _read_capped(upload: UploadFile, limit: int) -> bytes:
 
 
 @router.post("/submissions", status_code=202, response_model=S.SubmissionCreated,
-             responses={401: {"model": S.ErrorBody}, 422: {"model": S.ErrorBody}},
              summary="Submit a Hub model id (+revision) or a config.json for a one-architecture run")
 async def create_submission(
     request: Request,
     background: BackgroundTasks,
     token: Annotated[str, Depends(require_token)],
     session: Annotated[Session, Depends(get_session)],
-    model_id: Annotated[str | None, Form(max_length=200)] = None,
-    revision: Annotated[str | None, Form(max_length=200)] = None,
+    model_id: Annotated[str | None, Form(max_length=96, pattern=MODEL_ID_PATTERN,
+                                         description="Hub repo id: name or namespace/name")] = None,
+    revision: Annotated[str | None, Form(max_length=128, pattern=REVISION_PATTERN,
+                                         description="branch, tag or commit sha")] = None,
     config: Annotated[UploadFile | None, File(description="config.json")] = None,
 ) -> JSONResponse:
     settings = request.app.state.settings
