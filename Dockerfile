@@ -1,0 +1,36 @@
+# neuron-compat: one image for every compose service (migrate, api, worker, beat); the command picks the role.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    COMPAT_VAR_DIR=/app/var
+
+WORKDIR /app
+
+# The CPU torch wheel, from PyTorch's CPU index, in its own layer: the default index would pull a multi-GB CUDA
+# build. The version is the project's pin; `2.13.0+cpu` satisfies `torch==2.13.0` in the install below.
+RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+
+# Dependencies before sources, so editing code does not re-download them. Exact pins come from pyproject.toml.
+COPY pyproject.toml README.md ./
+RUN python -c "import subprocess, sys, tomllib; \
+deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; \
+subprocess.check_call([sys.executable, '-m', 'pip', 'install', *deps])"
+
+COPY compat ./compat
+COPY neuron_backend ./neuron_backend
+COPY worker ./worker
+COPY service ./service
+COPY dashboards ./dashboards
+# Editable: data directories without __init__.py (templates, static, device profiles) are used in place.
+RUN pip install --no-deps -e . && python -c "import compat, worker.celery_app, service.app"
+
+# Never run the harness as root: it loads model configs from the Hub and runs generated models.
+RUN useradd --create-home --uid 10001 compat && mkdir -p /app/var && chown compat:compat /app/var
+USER compat
+VOLUME ["/app/var"]
+EXPOSE 8000
+
+CMD ["compat", "--help"]
