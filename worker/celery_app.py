@@ -14,6 +14,7 @@ from compat.settings import Settings, get_settings
 # Task names are part of the wire protocol between submitters and workers: keep them stable.
 RUN_ARCHITECTURE_TASK = "compat.run_architecture"
 NIGHTLY_TASK = "compat.nightly_sweep"
+SUBMISSION_TASK = "compat.run_submission"
 
 
 class ConfigError(ValueError):
@@ -114,6 +115,11 @@ def make_app(settings: Settings | None = None) -> Celery:
     # Registers the shared tasks (and the worker-side failure recorder) on every app.
     app.conf.include = ["worker.tasks"]
     return app
+
+
+def client_app() -> Celery:
+    """The app a submitting process (CLI, API) sends tasks with: the module's app when configured at import."""
+    return app if app.conf.broker_url else make_app()
 
 
 def _default_app() -> Celery:

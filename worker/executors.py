@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +246,21 @@ class CeleryExecutor:
         # No progress for longer than a task may take plus its redelivery delay means tasks were lost.
         stall = settings.visibility_timeout_s + settings.arch_timeout_s + settings.task_hard_grace_s
         return self.follow(store, plan, self.submit(store, plan), stall_timeout_s=stall, on_progress=on_progress)
+
+
+def broker_sweep(entries: list[ArchitectureEntry], device: str, checks: list[Check], *, trigger: Trigger,
+                 store: Any, catalog_source: str, snapshot_id: str | None,
+                 on_progress: ProgressFn | None = None) -> tuple[RunOutcome, Any]:
+    """``compat sweep --broker``: submit to the cluster at COMPAT_BROKER_URL, follow it, and return the outcome
+    with the same JSON report an in-process sweep writes."""
+    from compat.results import Report
+    from worker.celery_app import make_app
+
+    settings = get_settings()
+    plan = make_plan(entries, device, checks, trigger=trigger, database_url=store.database_url,
+                     workdir=settings.var_dir / "work", seed=settings.seed, catalog_source=catalog_source,
+                     snapshot_id=snapshot_id)
+    outcome = CeleryExecutor(make_app(settings)).run(store, plan, on_progress)
+    run = plan.run.model_copy(update={"finished": datetime.now(UTC)})
+    report = Report(run=run, architectures=entries, results=outcome.results, op_traces=store.op_traces(outcome.run_id))
+    return outcome, report

@@ -1,6 +1,6 @@
 """The service's one narrow port into the worker: run a submission as a one-architecture sweep.
 
-With no broker configured the run happens in-process on a background thread; the Celery branch comes later.
+With a broker configured it is a Celery task on the cluster; without, a background thread of this process.
 """
 
 from __future__ import annotations
@@ -16,7 +16,13 @@ log = logging.getLogger(__name__)
 
 
 def enqueue_submission(submission_id: int, database_url: str) -> None:
-    """Start the submission's run in the background (returns at once)."""
+    """Start the submission's run in the background (returns at once): on the Celery cluster when a broker is
+    configured, else on a thread of this process."""
+    if get_settings().broker_url:
+        from worker.celery_app import SUBMISSION_TASK, client_app
+
+        client_app().send_task(SUBMISSION_TASK, kwargs={"submission_id": submission_id, "database_url": database_url})
+        return
     threading.Thread(target=run_submission, args=(submission_id, database_url), daemon=True,
                      name=f"submission-{submission_id}").start()
 

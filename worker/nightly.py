@@ -166,3 +166,18 @@ def nightly_plan(settings: Any) -> Any:
     return make_plan(catalog.entries, settings.device, list(DEFAULT_CHECKS), trigger=Trigger.NIGHTLY,
                      database_url=settings.database_url, workdir=settings.var_dir / "work", seed=settings.seed,
                      catalog_source=catalog.source, snapshot_id=catalog.snapshot_id)
+
+
+class RunStore(BaselineStore, Protocol):
+    def run_results(self, run_id: str) -> list[ResultRecord]: ...
+
+
+def regression_gate(store: RunStore, run_id: str, device: str, baseline: str,
+                    fail_on_regression: bool) -> tuple[RunDiff, int]:
+    """``compat sweep --baseline SPEC [--fail-on-regression]``: the diff against the chosen baseline and the exit
+    code (1 when gating and any regression, else 0). No baseline yet (first nightly) gates nothing."""
+    spec = parse_baseline(baseline)
+    baseline_id = find_baseline(store, spec, device, run_id)
+    before = store.run_results(baseline_id) if baseline_id else []
+    diff = diff_results(before, store.run_results(run_id), baseline_run=baseline_id, current_run=run_id)
+    return diff, int(fail_on_regression and bool(diff.regressions))

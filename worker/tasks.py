@@ -19,7 +19,7 @@ from sqlalchemy.exc import OperationalError
 from compat.results import ArchitectureEntry, Check, Status
 from compat.settings import get_settings
 from worker import executors
-from worker.celery_app import NIGHTLY_TASK, RUN_ARCHITECTURE_TASK
+from worker.celery_app import NIGHTLY_TASK, RUN_ARCHITECTURE_TASK, SUBMISSION_TASK
 
 log = logging.getLogger(__name__)
 
@@ -120,3 +120,11 @@ def nightly_sweep_task(self: Any) -> dict[str, Any]:
     run_id = executors.CeleryExecutor(self.app).submit(store_for(plan.database_url), plan)
     log.info("nightly run %s: %d architectures on %s submitted", run_id, len(plan.entries), plan.device)
     return {"run_id": run_id, "architectures": len(plan.entries), "device": plan.device}
+
+
+@shared_task(name=SUBMISSION_TASK)
+def run_submission_task(*, submission_id: int, database_url: str) -> str:
+    """A user's submitted architecture (POST /submissions) run on the cluster; returns its final state."""
+    from worker.interface import run_submission
+
+    return run_submission(submission_id, database_url)
