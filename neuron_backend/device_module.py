@@ -1,0 +1,143 @@
+"""``torch.neuron``: the device module PyTorch and Accelerate call for a PrivateUse1 device (like torch.cuda).
+
+Counts, current core, seeding and the memory statistics of memory.py, per NeuronCore.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from neuron_backend import memory
+from neuron_backend.config import CONFIG
+
+_current = 0
+
+
+def _index(device: int | str | torch.device | None) -> int:
+    if device is None:
+        return _current
+    if isinstance(device, int):
+        idx = device
+    else:
+        d = torch.device(device)
+        if d.type != "neuron":
+            raise ValueError(f"expected a neuron device, got {d}")
+        idx = _current if d.index is None else d.index
+    if not 0 <= idx < CONFIG.cores:
+        raise RuntimeError(f"invalid device ordinal neuron:{idx}: this machine has {CONFIG.cores} NeuronCores")
+    return idx
+
+
+def is_available() -> bool:
+    return True
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def _lazy_init() -> None:
+    return None
+
+
+def device_count() -> int:
+    return CONFIG.cores
+
+
+def current_device() -> int:
+    return _current
+
+
+def set_device(device: int | str | torch.device) -> None:
+    global _current
+    _current = _index(device)
+
+
+def synchronize(device: int | str | torch.device | None = None) -> None:
+    """Host and device share one timeline in the simulation: nothing is ever in flight."""
+    _index(device)
+
+
+def manual_seed(seed: int) -> None:
+    # Device random numbers are drawn from the host generator (the data lives on the host). Seed it directly:
+    # torch.manual_seed itself calls manual_seed_all here, so calling it back would recurse.
+    torch.default_generator.manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    torch.default_generator.manual_seed(int(seed))
+
+
+def seed() -> None:
+    torch.seed()
+
+
+def initial_seed() -> int:
+    return torch.initial_seed()
+
+
+def get_rng_state(device: int | str | torch.device | None = None) -> torch.Tensor:
+    return torch.get_rng_state()
+
+
+def set_rng_state(state: torch.Tensor, device: int | str | torch.device | None = None) -> None:
+    torch.set_rng_state(state)
+
+
+def memory_allocated(device: int | str | torch.device | None = None) -> int:
+    return memory.memory_allocated(_index(device))
+
+
+def max_memory_allocated(device: int | str | torch.device | None = None) -> int:
+    return memory.max_memory_allocated(_index(device))
+
+
+def memory_reserved(device: int | str | torch.device | None = None) -> int:
+    return memory.memory_allocated(_index(device))
+
+
+def max_memory_reserved(device: int | str | torch.device | None = None) -> int:
+    return memory.max_memory_allocated(_index(device))
+
+
+def reset_peak_memory_stats(device: int | str | torch.device | None = None) -> None:
+    memory.reset_peak_memory_stats(_index(device))
+
+
+def mem_get_info(device: int | str | torch.device | None = None) -> tuple[int, int]:
+    return memory.mem_get_info(_index(device))
+
+
+def empty_cache() -> None:
+    return None
+
+
+def get_device_name(device: int | str | torch.device | None = None) -> str:
+    return f"NeuronCore-v2 (simulated) #{_index(device)}"
+
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.bfloat16, torch.float16]
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+class device:  # noqa: N801 - mirrors torch.cuda.device
+    """Context manager that makes ``idx`` the current NeuronCore."""
+
+    def __init__(self, idx: int | str | torch.device) -> None:
+        self.idx = _index(idx)
+        self.prev = _current
+
+    def __enter__(self) -> None:
+        self.prev = _current
+        set_device(self.idx)
+
+    def __exit__(self, *exc) -> None:
+        set_device(self.prev)

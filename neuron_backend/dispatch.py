@@ -1,0 +1,210 @@
+"""The one ``__torch_dispatch__`` of the device: unwrap, look up the cached decision per (op, dtypes), run, wrap.
+
+Decisions come from policy.py (op table, decompositions, fallback); device-transfer ops are handled here.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from neuron_backend import memory, numerics, policy, stats
+from neuron_backend.errors import NeuronUnsupportedOpError
+from neuron_backend.tensor import NeuronTensor, set_dispatch, wrap
+
+aten = torch.ops.aten
+_CPU = torch.device("cpu")
+_Tensor = torch.Tensor
+
+# (op, input dtypes) -> decision. The decision depends only on these (and the profile/settings, which clear it),
+# so each op pays the table lookup, decomposition probe and dtype rules once per process.
+_decisions: dict[tuple, int] = {}
+# op -> ((return index, positional arg index or kwarg name), ...) for returns that alias a mutated input.
+_write_aliases: dict[torch._ops.OpOverload, tuple] = {}
+
+# Ops that may legitimately see a host tensor with data (device transfer, and indices a device copies over).
+_MIXED_OK = {aten.copy_.default, aten._to_copy.default, aten.index.Tensor, aten.index_put_.default,
+             aten.index_put.default, aten._index_put_impl_.default, aten.lift_fresh.default}
+
+
+def _write_alias_map(func) -> tuple:
+    found = _write_aliases.get(func)
+    if found is not None:
+        return found
+    result = []
+    schema = func._schema
+    for ri, ret in enumerate(schema.returns):
+        info = ret.alias_info
+        if info is None or not info.is_write:
+            continue
+        for ai, arg in enumerate(schema.arguments):
+            a_info = arg.alias_info
+            if a_info is not None and a_info.is_write and a_info.before_set == info.before_set:
+                result.append((ri, arg.name if arg.kwarg_only else ai))
+                break
+    found = tuple(result)
+    _write_aliases[func] = found
+    return found
+
+
+def _shapes(args, kwargs) -> list[tuple[int, ...]]:
+    out = []
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, _Tensor):
+            out.append(tuple(a.shape))
+        elif isinstance(a, (list, tuple)):
+            out.extend(tuple(x.shape) for x in a if isinstance(x, _Tensor))
+    return out
+
+
+def _wrap_out(func, out, args, kwargs, core):
+    aliases = _write_aliases.get(func)
+    if aliases is None:
+        aliases = _write_alias_map(func)
+    if aliases:
+        if len(func._schema.returns) == 1:
+            idx = aliases[0][1]
+            return kwargs[idx] if isinstance(idx, str) else args[idx]
+        out = list(out)
+        for ri, idx in aliases:
+            out[ri] = kwargs[idx] if isinstance(idx, str) else args[idx]
+        for i, o in enumerate(out):
+            if type(o) is _Tensor:
+                out[i] = wrap(o, core)
+        return tuple(out)
+    t = type(out)
+    if t is _Tensor:
+        return wrap(out, core)
+    if t is tuple or t is list:
+        return t(
+            wrap(o, core) if type(o) is _Tensor
+            else (t(wrap(x, core) for x in o) if type(o) in (list, tuple) and o and type(o[0]) is _Tensor else o)
+            for o in out
+        )
+    return out
+
+
+def _mixed_device(func, a) -> RuntimeError:
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, neuron and cpu! "
+        f"(when checking argument for {func._schema.name})"
+    )
+
+
+def dispatch(func, args, kwargs):
+    special = _SPECIAL.get(func)
+    if special is not None:
+        return special(func, args, kwargs)
+    core = -1
+    dtypes = []
+    new_args = []
+    for a in args:
+        t = type(a)
+        if t is NeuronTensor:
+            if core < 0:
+                core = a._core
+            dtypes.append(a.dtype)
+            new_args.append(a._data)
+        elif t is list or t is tuple:
+            if a and isinstance(a[0], _Tensor) or (len(a) > 1 and isinstance(a[-1], _Tensor)):
+                inner = []
+                for x in a:
+                    if type(x) is NeuronTensor:
+                        if core < 0:
+                            core = x._core
+                        dtypes.append(x.dtype)
+                        inner.append(x._data)
+                    else:
+                        inner.append(x)
+                new_args.append(inner)
+            else:
+                new_args.append(a)
+        elif t is _Tensor or isinstance(a, _Tensor):
+            if a.dim() > 0 and func not in _MIXED_OK:
+                raise _mixed_device(func, a)
+            new_args.append(a)
+        else:
+            new_args.append(a)
+    if kwargs:
+        new_kwargs = {}
+        for k, v in kwargs.items():
+            if type(v) is NeuronTensor:
+                if core < 0:
+                    core = v._core
+                dtypes.append(v.dtype)
+                v = v._data
+            elif k == "device" and v is not None and torch.device(v).type == "neuron":
+                v = _CPU
+            new_kwargs[k] = v
+    else:
+        new_kwargs = kwargs
+    if core < 0:
+        core = 0
+    key = (func, *dtypes)
+    decision = _decisions.get(key)
+    if decision is None:
+        decision = policy.decide(func, dtypes, args, kwargs)
+        _decisions[key] = decision
+    if decision == policy.NATIVE:
+        return _wrap_out(func, func(*new_args, **new_kwargs), args, kwargs, core)
+    if decision == policy.MATMUL:
+        out = numerics.matmul(func, new_args, new_kwargs)
+        return _wrap_out(func, out, args, kwargs, core)
+    if decision == policy.INT64_OP:
+        out = func(*new_args, **new_kwargs)
+        return _wrap_out(func, numerics.int64_wrap(out), args, kwargs, core)
+    if decision == policy.DECOMPOSE:
+        return policy.run_decomposition(func, dtypes, args, kwargs, _shapes)
+    if decision == policy.FALLBACK:
+        stats.record_fallback(func, dtypes)
+        return _wrap_out(func, func(*new_args, **new_kwargs), args, kwargs, core)
+    raise policy.error_for(func, dtypes, _shapes(args, kwargs))
+
+
+def _to_copy(func, args, kwargs):
+    src = args[0]
+    device = kwargs.get("device")
+    dtype = kwargs.get("dtype") or src.dtype
+    inner_kwargs = dict(kwargs)
+    if device is not None and torch.device(device).type != "neuron":
+        return func(src._data, **inner_kwargs)  # device -> host
+    policy.check_device_dtype("aten::_to_copy", dtype, src)
+    core = src._core if device is None or torch.device(device).index is None else torch.device(device).index
+    inner_kwargs["device"] = _CPU
+    out = func(src._data, **inner_kwargs)
+    return wrap(out, core)
+
+
+def _copy_(func, args, kwargs):
+    dst, src = args[0], args[1]
+    if type(dst) is NeuronTensor:
+        if type(src) is NeuronTensor:
+            dst._data.copy_(src._data)
+        else:  # host -> device
+            data = src
+            if dst.dtype == torch.int64 and src.dtype == torch.int64:
+                data = numerics.int64_wrap(src)
+            dst._data.copy_(data)
+        return dst
+    dst.copy_(src._data)  # device -> host
+    return dst
+
+
+def _local_scalar_dense(func, args, kwargs):
+    stats.record_host_sync()
+    return func(args[0]._data)
+
+
+_SPECIAL = {
+    aten._to_copy.default: _to_copy,
+    aten.copy_.default: _copy_,
+    aten._local_scalar_dense.default: _local_scalar_dense,
+}
+
+
+def clear_cache() -> None:
+    """Forget cached decisions (after the profile or the numerics/fallback settings change)."""
+    _decisions.clear()
+
+
+set_dispatch(dispatch)
+__all__ = ["dispatch", "clear_cache", "NeuronUnsupportedOpError", "memory"]

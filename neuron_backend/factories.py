@@ -1,0 +1,99 @@
+"""PrivateUse1 kernels for the ops that carry only ``device=neuron`` (no device tensor to dispatch on).
+
+Each runs its CPU kernel and wraps the result; the empty allocators check device memory before allocating.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from neuron_backend import memory
+from neuron_backend.tensor import NeuronTensor, wrap
+
+_CPU = torch.device("cpu")
+
+# Composite factories (zeros, full, rand...) reach these through empty + an in-place fill on the device tensor;
+# the ones below would otherwise write through an ``out=`` resize that a wrapper's metadata cannot follow.
+FACTORY_OPS = (
+    "empty.memory_format",
+    "empty_strided",
+    "arange",
+    "arange.start",
+    "arange.start_step",
+    "eye",
+    "eye.m",
+    "range",
+    "range.step",
+    "linspace",
+    "logspace",
+    "tril_indices",
+    "triu_indices",
+    "randperm",
+    "randperm.generator",
+)
+
+_check_dtype = None  # set by dispatch.py: rejects dtypes the device cannot hold (float64, complex)
+
+
+def core_of(device: torch.device | str | int | None) -> int:
+    from neuron_backend.device_module import _index
+
+    return _index(device)
+
+
+def _nbytes_strided(size, stride, dtype: torch.dtype) -> int:
+    if any(s == 0 for s in size):
+        return 0
+    span = 1 + sum((s - 1) * st for s, st in zip(size, stride, strict=True))
+    return span * torch.empty((), dtype=dtype).element_size()
+
+
+def _make_kernel(op: torch._ops.OpOverload):
+    name = op._schema.name + ("." + op._overloadname if op._overloadname != "default" else "")
+
+    def kernel(*args, **kwargs):
+        core = core_of(kwargs.get("device"))
+        kwargs["device"] = _CPU
+        dtype = kwargs.get("dtype")
+        if _check_dtype is not None and dtype is not None:
+            _check_dtype(name, dtype)
+        if op is torch.ops.aten.empty.memory_format:
+            numel = math.prod(args[0])
+            itemsize = torch.empty((), dtype=dtype or torch.get_default_dtype()).element_size()
+            memory.check_fits(numel * itemsize, core)
+        elif op is torch.ops.aten.empty_strided.default:
+            memory.check_fits(_nbytes_strided(args[0], args[1], dtype or torch.get_default_dtype()), core)
+        return wrap(op(*args, **kwargs), core)
+
+    return kernel
+
+
+def _copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+    src = self._data if type(self) is NeuronTensor else self
+    target = dst._data if type(dst) is NeuronTensor else dst
+    target.copy_(src)
+    return dst
+
+
+def _copy_from_and_resize(self: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    return _copy_from(self, dst)
+
+
+_LIB: torch.library.Library | None = None
+
+
+def register() -> None:
+    """Register the factory kernels for the PrivateUse1 key (once per process)."""
+    global _LIB
+    if _LIB is not None:
+        return
+    lib = torch.library.Library("aten", "IMPL")
+    for name in FACTORY_OPS:
+        packet, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+        lib.impl(name, _make_kernel(op), "PrivateUse1")
+    lib.impl("_copy_from", _copy_from, "PrivateUse1")
+    lib.impl("_copy_from_and_resize", _copy_from_and_resize, "PrivateUse1")
+    _LIB = lib

@@ -1,0 +1,64 @@
+"""Compiler-style numerics: float32 matmuls run with bfloat16 inputs and float32 accumulation; int64 wraps to int32.
+
+Mirrors neuronx-cc's default ``--auto-cast matmult`` (bf16) and its 64-bit-to-32-bit integer lowering.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from neuron_backend.config import CONFIG
+
+aten = torch.ops.aten
+_F32 = torch.float32
+_BF16 = torch.bfloat16
+_I64 = torch.int64
+_I32 = torch.int32
+
+# The matrix-multiply family that the Neuron compiler auto-casts (TensorEngine ops); positions of the operands.
+MATMUL_OPERANDS: dict[str, tuple[int, ...]] = {
+    "aten::mm": (0, 1),
+    "aten::bmm": (0, 1),
+    "aten::addmm": (1, 2),
+    "aten::baddbmm": (1, 2),
+    "aten::addbmm": (1, 2),
+    "aten::matmul": (0, 1),
+    "aten::linear": (0, 1),
+    "aten::convolution": (0, 1),
+    "aten::_convolution": (0, 1),
+    "aten::dot": (0, 1),
+    "aten::mv": (0, 1),
+    "aten::addmv": (1, 2),
+}
+
+
+def policy() -> str:
+    """The numerics the device applies now: "bf16_matmul" (compiler default) or "fp32" (exact)."""
+    return "bf16_matmul" if CONFIG.autocast_matmul else "fp32"
+
+
+def _round_bf16(t):
+    if type(t) is torch.Tensor and t.dtype is _F32:
+        return t.to(_BF16).to(_F32)
+    return t
+
+
+def matmul(func, args: list, kwargs: dict):
+    """Run a float32 matmul-family op as the compiler would: operands rounded to bf16, product accumulated in fp32.
+
+    Rounding the operands and multiplying in fp32 is exactly "bf16 inputs, fp32 accumulation": every bf16*bf16
+    product is representable in fp32, so only the accumulation order differs from the hardware.
+    """
+    name = func._schema.name
+    args = list(args)
+    for i in MATMUL_OPERANDS.get(name, (0, 1)):
+        if i < len(args):
+            args[i] = _round_bf16(args[i])
+    return func(*args, **kwargs)
+
+
+def int64_wrap(out):
+    """Int64 values live on the device as int32 (neuronx-cc lowers 64-bit integers to 32 bits): wrap silently."""
+    if type(out) is torch.Tensor and out.dtype is _I64 and out.numel():
+        return out.to(_I32).to(_I64)
+    return out

@@ -1,0 +1,77 @@
+"""Makes ``neuron`` a PyTorch device via PrivateUse1: backend rename, device module, hooks, device guard, methods.
+
+Idempotent; never shadows a real torch-neuronx (then the simulation stays unregistered and SIMULATED is False).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import torch
+
+from neuron_backend import device_module, factories
+
+NAME = "neuron"
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks):
+    """What PyTorch asks a C++ backend (is it built/available, does a core have a context)."""
+
+    def is_available(self) -> bool:
+        return True
+
+    def has_primary_context(self, dev_id: int) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _Guard(torch._C._acc.DeviceGuard):
+    """Device guard: without one, autograd's engine and ``.to()`` cannot switch to a PrivateUse1 device."""
+
+    def type_(self):
+        return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def real_neuron_present() -> str | None:
+    """Why the simulation must stand aside (a real torch-neuronx, or PrivateUse1 already taken), else None."""
+    if importlib.util.find_spec("torch_neuronx") is not None:
+        return "torch_neuronx is installed: the real Neuron device owns the name 'neuron'"
+    current = torch._C._get_privateuse1_backend_name()
+    if current not in ("privateuseone", NAME):
+        return f"PrivateUse1 is already registered as '{current}'"
+    if current == NAME and getattr(torch, NAME, None) is not None and torch.neuron is not device_module:
+        return "another package already registered the 'neuron' device module"
+    return None
+
+
+_state: dict[str, object] = {"registered": False, "reason": None}
+
+
+def register() -> bool:
+    """Register the simulated device; returns whether the simulation is the active ``neuron`` device."""
+    if _state["registered"]:
+        return True
+    reason = real_neuron_present()
+    if reason is not None:
+        _state["reason"] = reason
+        return False
+    if torch._C._get_privateuse1_backend_name() != NAME:
+        torch.utils.rename_privateuse1_backend(NAME)
+    torch._register_device_module(NAME, device_module)
+    sys.modules.setdefault("torch.neuron", device_module)
+    if not hasattr(torch.Tensor, "is_neuron"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=False
+        )
+    torch._C._acc.register_python_privateuseone_hook(_Hooks())
+    torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+    factories.register()
+    _state["registered"] = True
+    return True
+
+
+def reason_not_registered() -> str | None:
+    return _state["reason"]  # type: ignore[return-value]

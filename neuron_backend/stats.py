@@ -1,0 +1,77 @@
+"""Process-wide observations of the device the harness reads: CPU-fallback ops, host syncs, compilations.
+
+Per process and resettable; the harness runs each model in its own worker process.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+_fallback: dict[str, None] = {}  # ordered set: "aten::histc (Long)"
+_host_syncs = [0]
+_compile = {"compilations": 0, "recompilations": 0, "graphs": 0}
+
+
+def dtype_name(dtype) -> str:
+    """PyTorch's C++ scalar-type name ("Float", "Long", "BFloat16"), as MPS and CUDA errors print them."""
+
+    return _NAMES.get(dtype) or str(dtype).removeprefix("torch.")
+
+
+def _names():
+    import torch
+
+    return {
+        torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16",
+        torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char", torch.uint8: "Byte",
+        torch.bool: "Bool", torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble",
+        torch.complex32: "ComplexHalf", torch.float8_e4m3fn: "Float8_e4m3fn", torch.float8_e5m2: "Float8_e5m2",
+        torch.uint16: "UInt16", torch.uint32: "UInt32", torch.uint64: "UInt64",
+    }
+
+
+_NAMES = _names()
+
+
+def record_fallback(func, dtypes) -> None:
+    name = func._schema.name
+    entry = f"{name} ({', '.join(dict.fromkeys(dtype_name(d) for d in dtypes)) or 'no tensors'})"
+    if entry not in _fallback:
+        _fallback[entry] = None
+        warnings.warn(
+            f"The operator '{name}' is not supported on the neuron device; falling back to the CPU "
+            "(NEURON_CPU_FALLBACK=1). This may have performance implications.",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def fallback_ops() -> list[str]:
+    return list(_fallback)
+
+
+def reset_fallback_ops() -> None:
+    _fallback.clear()
+
+
+def record_host_sync() -> None:
+    _host_syncs[0] += 1
+
+
+def host_syncs() -> int:
+    return _host_syncs[0]
+
+
+def compile_stats() -> dict[str, int]:
+    return dict(_compile)
+
+
+def record_compilation(recompile: bool, new_graph: bool) -> None:
+    _compile["compilations"] += 1
+    _compile["recompilations"] += int(recompile)
+    _compile["graphs"] += int(new_graph)
+
+
+def reset_compile_stats() -> None:
+    for k in _compile:
+        _compile[k] = 0
