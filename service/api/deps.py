@@ -22,6 +22,7 @@ READ_ERRORS: dict[int | str, dict] = {
 }
 WRITE_ERRORS: dict[int | str, dict] = {
     **READ_ERRORS,
+    400: {"model": ErrorBody, "description": "Malformed request body"},
     401: {"model": ErrorBody, "description": "Missing or invalid bearer token"},
     413: {"model": ErrorBody, "description": "Request body too large"},
 }
