@@ -90,9 +90,13 @@ def sweep(
     jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
     json_path: Path = typer.Option(None, "--json", help="write the versioned JSON report here"),
     store: bool = typer.Option(True, "--store/--no-store", help="persist results to the database"),
-    trigger: str = typer.Option("manual", "--trigger", hidden=True),
+    trigger: str = typer.Option("manual", "--trigger", help="manual, nightly or submission (baselines follow it)"),
+    broker: bool = typer.Option(False, "--broker", help="run on the Celery cluster at COMPAT_BROKER_URL, follow it"),
+    baseline: str = typer.Option(None, "--baseline", help="diff against: last-nightly, last-<trigger>, last, run id"),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression", help="exit 1 on a regression vs --baseline"),
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
+    _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
     from worker.catalog import CatalogError, load_catalog
     from worker.reporting import coverage_table
     from worker.sweep import run_sweep
@@ -124,12 +128,61 @@ def sweep(
             bad = [f"{r.check}:{r.status}" for r in recs if r.status != Status.PASS]
             bar.update(task, advance=1, last=f"{entry.name} {'ok' if not bad else ' '.join(bad)}"[:60])
 
-        report = run_sweep(entries, dev, wanted_checks, jobs=n_jobs, trigger=trigger, store=_store(store),
-                           json_path=json_path, progress=progress, catalog_source=catalog.source,
-                           snapshot_id=catalog.snapshot_id)
+        if broker:
+            report = _broker_sweep(entries, dev.name, wanted_checks, trigger, json_path, catalog,
+                                   lambda done, _total: bar.update(task, completed=done))
+        else:
+            report = run_sweep(entries, dev, wanted_checks, jobs=n_jobs, trigger=trigger, store=_store(store),
+                               json_path=json_path, progress=progress, catalog_source=catalog.source,
+                               snapshot_id=catalog.snapshot_id)
     console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})"))
     if json_path:
         console.print(f"report: {json_path}")
+    if baseline:
+        raise typer.Exit(_regression_gate(report.run.id, dev.name, baseline, fail_on_regression))
+
+
+def _check_distributed_options(trigger: str, broker: bool, baseline: str | None, gate: bool, store: bool) -> None:
+    from compat.results import Trigger
+    from worker.nightly import parse_baseline
+
+    if trigger not in {t.value for t in Trigger}:
+        raise fail(f"unknown trigger {trigger!r}; valid triggers: {', '.join(t.value for t in Trigger)}")
+    if broker and not get_settings().broker_url:
+        raise fail("--broker needs COMPAT_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    if gate and not baseline:
+        raise fail("--fail-on-regression needs --baseline (e.g. --baseline last-nightly)")
+    if (baseline or broker) and not store:
+        raise fail("--baseline and --broker read results from the database: drop --no-store")
+    if baseline:
+        try:
+            parse_baseline(baseline)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+
+
+def _broker_sweep(entries, device: str, checks: list[Check], trigger: str, json_path: Path | None,  # noqa: ANN001
+                  catalog, on_progress) -> Report:  # noqa: ANN001
+    from compat.results import Trigger
+    from worker.executors import broker_sweep
+    from worker.sweep import write_report
+
+    outcome, report = broker_sweep(entries, device, checks, trigger=Trigger(trigger), store=_store(True),
+                                   catalog_source=catalog.source, snapshot_id=catalog.snapshot_id,
+                                   on_progress=on_progress)
+    if outcome.state != "complete":
+        console.print(f"run {outcome.run_id} is {outcome.state}: some architectures never reported back")
+    if json_path:
+        write_report(report, json_path)
+    return report
+
+
+def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
+    from worker.nightly import format_diff, regression_gate
+
+    diff, code = regression_gate(_store(True), run_id, device, baseline, fail_on_regression)
+    console.print(format_diff(diff), highlight=False, markup=False)
+    return code
 
 
 def _load_results(json_path: Path | None, device: str | None, architecture: str | None = None,
@@ -242,6 +295,67 @@ def catalog_refresh(
     except CatalogError as exc:
         raise fail(str(exc), 1) from None
     console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")
+
+
+@app.command("worker")
+def worker_cmd(
+    concurrency: int = typer.Option(None, "--concurrency", min=1, help="pool processes (default: cores)"),
+    hostname: str = typer.Option(None, "--hostname", help="node name, e.g. w1@%h (default: celery@host)"),
+    loglevel: str = typer.Option("INFO", "--loglevel"),
+) -> None:
+    """Start a Celery worker for distributed sweeps (broker: COMPAT_BROKER_URL)."""
+    from worker.celery_app import ConfigError, run_worker
+
+    try:
+        run_worker(concurrency, hostname, loglevel)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command("beat")
+def beat_cmd(loglevel: str = typer.Option("INFO", "--loglevel")) -> None:
+    """Start the scheduler that sends the nightly sweep at COMPAT_NIGHTLY_CRON (UTC; run exactly one)."""
+    from worker.celery_app import ConfigError, run_beat
+
+    try:
+        run_beat(loglevel)
+    except (ConfigError, ValueError) as exc:
+        raise fail(str(exc)) from None
+
+
+# Service commands: thin wrappers over service.commands (imported lazily: no DB/uvicorn at CLI start).
+db_app = typer.Typer(help="The results database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+@db_app.command("upgrade")
+def db_upgrade_cmd() -> None:
+    """Migrate the database at COMPAT_DATABASE_URL to the newest schema."""
+    from service.commands import db_upgrade
+
+    console.print(f"database at revision {db_upgrade()}")
+
+
+@token_app.command("create")
+def token_create_cmd(name: str = typer.Argument(..., help="who the token is for (unique)")) -> None:
+    """Create a token and print it once (only its hash is stored)."""
+    from service.commands import token_create
+
+    try:
+        print(token_create(name))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command("serve")
+def serve_cmd(host: str = typer.Option(None, "--host", help="default COMPAT_HOST"),
+              port: int = typer.Option(None, "--port", min=1, max=65535, help="default COMPAT_PORT")) -> None:
+    """Serve the REST API and the dashboard."""
+    from service.commands import serve
+
+    serve(host, port)
 
 
 def main() -> None:

@@ -140,16 +140,8 @@ def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
 
 
 def worker_command(concurrency: int, hostname: str) -> list[str]:
-    """`compat worker ...` as compose runs it; before the CLI command exists, the same app and argv via celery."""
-    cli = REPO / "worker" / "cli.py"
-    if cli.exists() and "def worker(" in cli.read_text():
-        return [str(VENV_BIN / "compat"), "worker", "--concurrency", str(concurrency), "--hostname", hostname]
-    from worker.celery_app import worker_argv
-
-    # Without --queues the worker consumes task_default_queue, i.e. COMPAT_CELERY_QUEUE from its env.
-    argv = worker_argv(Settings(), concurrency=concurrency, hostname=hostname)
-    return [str(VENV_BIN / "celery"), "-A", "worker.celery_app",
-            *[a for a in argv if not a.startswith("--queues")]]
+    """Exactly the worker service's command in docker-compose.yml (plus a node name, as replicas have hosts)."""
+    return [str(VENV_BIN / "compat"), "worker", "--concurrency", str(concurrency), "--hostname", hostname]
 
 
 class Cluster:
