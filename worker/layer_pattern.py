@@ -51,8 +51,22 @@ def _is_index_list(name: str, value: Any, n_layers: int) -> bool:
     return not (len(value) == n_layers and set(value) <= {0, 1})
 
 
-def _is_per_layer(value: Any, n_layers: int) -> bool:
-    return isinstance(value, list | str) and len(value) == n_layers and n_layers > 1
+def _is_per_layer(name: str, value: Any, n_layers: int) -> bool:
+    """A list with one item per layer, or a pattern string with one character per layer ("M*M-")."""
+    if isinstance(value, str):
+        return "pattern" in name and len(value) == n_layers and n_layers > 1
+    return isinstance(value, list) and len(value) == n_layers and n_layers > 1
+
+
+def _layer_keyed(name: str, value: Any, n_layers: int) -> dict[int, str] | None:
+    """{layer index: original key} of a dict keyed by layer indices ("05": {...}), else None."""
+    if "layer" not in name or not isinstance(value, dict) or not value:
+        return None  # id2label is keyed 0, 1 too: only layer-named dicts count
+    try:
+        keys = {int(k): k for k in value}
+    except (TypeError, ValueError):
+        return None
+    return keys if all(0 <= i < n_layers for i in keys) else None
 
 
 def _categorical(value: Any) -> bool:
@@ -71,9 +85,12 @@ def choose_layers(d: dict[str, Any], n_layers: int) -> list[int]:
             members = set(value)
             for i in range(n_layers):
                 signals[i].append(i in members)
-        elif _is_per_layer(value, n_layers) and _categorical(value):
+        elif _is_per_layer(name, value, n_layers) and _categorical(value):
             for i in range(n_layers):
                 signals[i].append(_hashable(value[i]))
+        elif (keyed := _layer_keyed(name, value, n_layers)) is not None:
+            for i in range(n_layers):
+                signals[i].append(i in keyed)
     kept: list[int] = []
     seen: set[tuple[Any, ...]] = set()
     for i, signal in enumerate(signals):
@@ -96,26 +113,30 @@ def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
-def cut_layers(d: dict[str, Any], keep_override: int | None = None) -> dict[str, Any]:
-    """Return ``d`` with its layer stack cut to the chosen layers and every per-layer field made consistent."""
+def cut_layers(d: dict[str, Any], keep: list[int] | None = None) -> dict[str, Any]:
+    """Return ``d`` with its layer stack cut to ``keep`` (default: the chosen layers), per-layer fields consistent."""
     found = layer_count(d)
     if found is None:
         return d
     count_field, n_layers = found
-    if keep_override is not None:
-        kept = list(range(min(keep_override, n_layers)))
+    if keep is not None:
+        kept = sorted(i for i in keep if i < n_layers)
     else:
         kept = choose_layers(d, n_layers)
     new_n = len(kept)
     out = dict(d)
     for name, value in d.items():
-        if name in LAYER_COUNT_FIELDS and isinstance(value, int) and value == n_layers:
-            out[name] = new_n
+        if "layer" in name and isinstance(value, int) and not isinstance(value, bool) and value == n_layers:
+            out[name] = new_n  # "all layers" (num_kv_shared_layers = num_hidden_layers) stays all layers
         elif _is_index_list(name, value, n_layers):
             out[name] = [kept.index(i) for i in value if i in kept]
-        elif _is_per_layer(value, n_layers):
+        elif _is_per_layer(name, value, n_layers):
             picked = [value[i] for i in kept]
             out[name] = "".join(picked) if isinstance(value, str) else picked
+        elif (keyed := _layer_keyed(name, value, n_layers)) is not None:
+            width = max(len(str(k)) for k in keyed.values())
+            out[name] = {(f"{kept.index(i):0{width}d}" if isinstance(k, str) else kept.index(i)): value[k]
+                         for i, k in sorted(keyed.items()) if i in kept}
     for name in PERIOD_FIELDS:
         if isinstance(out.get(name), int) and not isinstance(out[name], bool) and out[name] > 2:
             out[name] = 2

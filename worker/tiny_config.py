@@ -19,7 +19,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 from compat.results import ArchitectureEntry
 from compat.settings import get_settings
 from worker.layer_pattern import cut_layers
-from worker.overrides import OVERRIDES, apply_override
+from worker.overrides import BASE_OVERRIDES, OVERRIDES, apply_override, lookup
 
 HIDDEN = 64
 HEADS = 4
@@ -62,7 +62,8 @@ LINEAR_HEAD_FIELDS = {"linear_num_heads", "linear_num_key_heads", "linear_num_va
 LORA_FIELDS = {"kv_lora_rank", "q_lora_rank", "o_lora_rank"}
 SMALL_RANK_FIELDS = {"adapter_rank", "laurel_rank", "hc_lowrank", "gated_norm_rank", "time_step_rank",
                      "mamba_dt_rank", "d_rel"}
-VOCAB_FIELDS = {"vocab_size", "decoder_vocab_size", "vocab_size_per_layer_input", "unpadded_vocab_size"}
+VOCAB_FIELDS = {"vocab_size", "decoder_vocab_size", "vocab_size_per_layer_input", "unpadded_vocab_size",
+                "encoder_hash_byte_group_vocab", "shape_vocab_size", "pronunciation_vocab_size"}
 POSITION_FIELDS = {"max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "context_length",
                    "max_target_positions", "model_max_length"}
 EXPERT_COUNT_FIELDS = {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"}
@@ -73,6 +74,9 @@ WINDOW_FIELDS = {"sliding_window", "attention_window_size", "local_attention", "
 SSM_STATE_FIELDS = {"state_size", "ssm_state_size", "mamba_d_state"}
 MAMBA_HEAD_FIELDS = {"mamba_n_heads", "mamba_num_heads", "n_mamba_heads"}
 CHUNK_FIELDS = {"chunk_size", "mamba_chunk_size"}
+# Fields left None by some config classes' defaults that their models then need (hunyuan, ministral, dots1...).
+FILL_NONE = {"head_dim": HEAD_DIM, "num_key_value_heads": HEADS, "num_experts_per_tok": 2, "n_routed_experts": EXPERTS,
+             "n_shared_experts": 1}
 ZERO_FIELDS = {"router_jitter_noise", "input_jitter_noise"}  # random routing noise breaks the reference check
 
 
@@ -109,14 +113,15 @@ def _base_config(entry: ArchitectureEntry, cls: type) -> dict[str, Any]:
                 raw = {k: v for k, v in entry.config.items() if k not in ("auto_map", "quantization_config")}
                 config = config_cls.from_dict(raw)
             else:
-                config = config_cls()
+                config = config_cls(**(lookup(BASE_OVERRIDES, entry.model_type, entry.name) or {}))
         except Exception as exc:  # noqa: BLE001 - any config class error is a reason, not a crash
             raise TinyConfigError(f"cannot build {config_cls.__name__}: {type(exc).__name__}: {exc}") from exc
     wanted = getattr(cls, "config_class", None)
     if wanted is not None and not isinstance(config, wanted):
         # Composite config (e.g. Llama4Config) for a text-only class: use the text sub-config.
-        sub = config.get_text_config()
-        if not isinstance(sub, wanted):
+        subs = [getattr(config, k, None) for k in getattr(config, "sub_configs", {})]
+        sub = next((c for c in subs if isinstance(c, wanted)), None)
+        if sub is None:
             raise TinyConfigError(f"{type(config).__name__} has no {wanted.__name__} for {entry.name}")
         config = sub
     return config.to_dict()
@@ -134,8 +139,16 @@ def _shrink_field(name: str, value: Any, d: dict[str, Any]) -> Any:
     if isinstance(value, float) and ("dropout" in name or "pdrop" in name or name.endswith("layerdrop")
                                      or name in ZERO_FIELDS):
         return 0.0
+    if value is None and name in FILL_NONE:
+        return FILL_NONE[name]
     if not _is_int(value) or value <= 0:
         return value
+    target = _target(name, value, d)
+    return value if target is None else min(value, target)
+
+
+def _target(name: str, value: int, d: dict[str, Any]) -> int | None:
+    """The tiny size for an int field (``min``-ed with the original, so nothing grows), None when no rule."""
     if name in HIDDEN_FIELDS:
         return HIDDEN
     if name in INTERMEDIATE_FIELDS:
@@ -151,12 +164,10 @@ def _shrink_field(name: str, value: Any, d: dict[str, Any]) -> Any:
         return HEADS if value == heads else 2  # MHA stays MHA, GQA stays grouped
     if name in HEAD_DIM_FIELDS:
         return HEAD_DIM
-    if name == "qk_rope_head_dim":
-        return SMALL_RANK
-    if name == "rotary_dim":
+    if name in ("qk_rope_head_dim", "rotary_dim"):
         return SMALL_RANK
     if name in LINEAR_HEAD_FIELDS:
-        return min(value, 2)
+        return 2
     if name in LORA_FIELDS:
         return LORA_RANK
     if name in SMALL_RANK_FIELDS:
@@ -164,34 +175,37 @@ def _shrink_field(name: str, value: Any, d: dict[str, Any]) -> Any:
     if name in VOCAB_FIELDS:
         return VOCAB
     if name in POSITION_FIELDS:
-        return min(value, MAX_POSITIONS)
+        return MAX_POSITIONS
     if name in EXPERT_COUNT_FIELDS:
-        return min(value, EXPERTS)
+        return EXPERTS
     if name in TOPK_FIELDS:
-        return min(value, 2)
+        return 2
     if name in SHARED_EXPERT_FIELDS:
-        return min(value, 1)
+        return 1
     if name in ("n_group", "num_expert_group"):
-        return min(value, 2)
+        return 2
     if name == "topk_group":
         return 1
     if name in WINDOW_FIELDS:
-        return min(value, WINDOW)
+        return WINDOW
     if name in SSM_STATE_FIELDS:
-        return min(value, SSM_STATE)
+        return SSM_STATE
     if name in CHUNK_FIELDS:
-        return min(value, 16)
+        return 16
     if name == "index_topk":
-        return min(value, 8)
-    return value
+        return 8
+    return None
 
 
-def _remap_token_ids(d: dict[str, Any], vocab: int) -> None:
-    """Special-token ids past the tiny vocab are moved to its top, keeping distinct ids distinct."""
-    big: dict[int, int] = {}
+def _remap_token_ids(d: dict[str, Any], vocab: int, orig_vocab: Any) -> None:
+    """Special-token ids past the tiny vocab are moved to its top, keeping distinct ids distinct.
+
+    An id equal to the original vocab size stays "one past the end" (MusicGen's pad lives in an extra row).
+    """
+    big: dict[int, int] = {orig_vocab: vocab} if _is_int(orig_vocab) else {}
     token_fields = [k for k in d if k.endswith(("_token_id", "_token_ids", "_token_index", "_token"))]
     values = sorted({v for k in token_fields for v in (d[k] if isinstance(d[k], list) else [d[k]])
-                     if _is_int(v) and v >= vocab})
+                     if _is_int(v) and v >= vocab and v != orig_vocab})
     for rank, v in enumerate(values):
         big[v] = vocab - 1 - rank
     for k in token_fields:
@@ -208,9 +222,28 @@ def _fix_relations(d: dict[str, Any], orig: dict[str, Any]) -> None:
         d["head_dim"] = d["qk_rope_head_dim"]  # MLA models rope over head_dim = qk_rope_head_dim
     if _is_int(d.get("qk_nope_head_dim")) and _is_int(d.get("qk_rope_head_dim")) and "qk_head_dim" in d:
         d["qk_head_dim"] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
+    nope, rope = orig.get("qk_nope_head_dim"), orig.get("qk_rope_head_dim")
+    if _is_int(nope) and _is_int(rope):
+        for name in HEAD_DIM_FIELDS - {"qk_nope_head_dim", "v_head_dim"}:
+            if orig.get(name) == nope + rope and name != "head_dim":
+                d[name] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]  # e.g. SWA head_dim = nope + rope
     if _is_int(d.get("rotary_dim")) and _is_int(d.get("head_dim")):
         d["rotary_dim"] = min(d["rotary_dim"], d["head_dim"])
+    hidden = d.get("hidden_size")
+    if _is_int(orig.get("attention_hidden_size")) and _is_int(orig.get("hidden_size")) and _is_int(hidden):
+        # Zamba's attention runs on [hidden, hidden] concatenated: keep that ratio, and head dims derived from it.
+        ratio = max(1, orig["attention_hidden_size"] // orig["hidden_size"])
+        d["attention_hidden_size"] = ratio * hidden
+        heads = d.get("num_attention_heads")
+        if _is_int(orig.get("attention_head_dim")) and _is_int(heads) and _is_int(orig.get("num_attention_heads")):
+            if orig["attention_head_dim"] * orig["num_attention_heads"] == orig["attention_hidden_size"]:
+                d["attention_head_dim"] = d["attention_hidden_size"] // heads
     expand = d.get("mamba_expand", d.get("expand"))
+    if _is_int(d.get("mamba_d_ssm")) and _is_int(expand) and _is_int(hidden):
+        d["mamba_d_ssm"] = expand * hidden  # Falcon-H1: the SSM width is expand * hidden
+    if all(_is_int(d.get(k)) for k in ("state_size", "num_heads", "head_dim")) and _is_int(expand) and \
+            _is_int(hidden) and "n_groups" in d:
+        d["num_heads"] = max(1, expand * hidden // d["head_dim"])  # Mamba-2: heads * head_dim = expand * hidden
     for name in MAMBA_HEAD_FIELDS:
         if _is_int(d.get(name)):
             head = next((d[h] for h in ("mamba_d_head", "mamba_head_dim", "mamba_headdim") if _is_int(d.get(h))),
@@ -227,19 +260,26 @@ def _fix_relations(d: dict[str, Any], orig: dict[str, Any]) -> None:
         d["num_experts_per_tok"] = min(d["num_experts_per_tok"], d["topk_group"] * per_group)
     vocab = d.get("vocab_size")
     if _is_int(vocab):
-        _remap_token_ids(d, vocab)
+        _remap_token_ids(d, vocab, orig.get("vocab_size"))
 
 
-def shrink_dict(d: dict[str, Any]) -> dict[str, Any]:
-    """Apply the generic rules to one config dict and, recursively, to its sub-config dicts."""
+def shrink_dict(d: dict[str, Any], keep: list[int] | None = None) -> dict[str, Any]:
+    """Apply the generic rules to one config dict and, recursively, to its sub-config dicts.
+
+    ``keep`` names the original layers to keep (an override's ``__layers__``); default: one of each kind.
+    """
     orig = d
     out: dict[str, Any] = {}
     for name, value in d.items():
-        if isinstance(value, dict) and (name.endswith("config") or "model_type" in value):
+        if name == "per_layer_config" and isinstance(value, dict):
+            # {"05": {"head_dim": 512}}: per-layer field overrides get the same rules; cut_layers renumbers them.
+            out[name] = {k: {f: _shrink_field(f, v, {**d, **sub}) for f, v in sub.items()}
+                         if isinstance(sub, dict) else sub for k, sub in value.items()}
+        elif isinstance(value, dict) and (name.endswith("config") or "model_type" in value):
             out[name] = shrink_dict(value)
         else:
             out[name] = _shrink_field(name, value, d)
-    out = cut_layers(out)
+    out = cut_layers(out, keep)
     _fix_relations(out, orig)
     if "dtype" in out:
         out["dtype"] = "float32"
@@ -250,8 +290,8 @@ def shrink(entry: ArchitectureEntry) -> PretrainedConfig:
     """A tiny config of ``entry``'s architecture; nothing is allocated. Raises TinyConfigError/ConfigTooLarge."""
     cls = model_class(entry)
     base = _base_config(entry, cls)
-    tiny = shrink_dict(copy.deepcopy(base))
-    override = OVERRIDES.get(entry.model_type) or OVERRIDES.get(entry.name)
+    override = dict(lookup(OVERRIDES, entry.model_type, entry.name) or {})
+    tiny = shrink_dict(copy.deepcopy(base), override.pop("__layers__", None))
     if override:
         tiny = apply_override(tiny, override)
     config_cls = cls.config_class if getattr(cls, "config_class", None) else CONFIG_MAPPING[entry.model_type]
