@@ -67,10 +67,10 @@ def run_submission(submission_id: int, database_url: str) -> str:
         entry = submission_entry(sub)
         store.set_submission_state(submission_id, "running", architecture=entry.name)
         settings = get_settings()
-        outcome = run_sweep([entry], settings.device, list(DEFAULT_CHECKS), jobs=1,
-                            trigger=Trigger.SUBMISSION, store=store)
-        run_id = getattr(outcome, "run_id", None) or (outcome if isinstance(outcome, str) else None)
-        store.set_submission_state(submission_id, "done", run_id=run_id)
+        # jobs=1: the architecture still runs in an isolated, time- and memory-limited process.
+        report = run_sweep([entry], settings.device, list(DEFAULT_CHECKS), jobs=1,
+                           trigger=Trigger.SUBMISSION, store=store, catalog_source="submission")
+        store.set_submission_state(submission_id, "done", run_id=report.run.id)
         return "done"
     except Exception as e:  # the submitter sees why in GET /submissions/{id}
         log.exception("submission %s failed", submission_id)
