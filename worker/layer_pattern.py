@@ -10,7 +10,7 @@ from typing import Any
 
 # Fields holding "the number of layers" of a stack (the first one present is the stack we cut).
 LAYER_COUNT_FIELDS = (
-    "num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers", "num_decoder_layers",
+    "num_hidden_layers", "n_layer", "n_layers", "num_layers", "decoder_layers", "num_decoder_layers", "num_blocks",
 )
 # Periodic layer rules: "every Nth layer is X". Shrunk to period 2 so a 4-layer stack still holds both kinds.
 PERIOD_FIELDS = (
@@ -126,7 +126,7 @@ def cut_layers(d: dict[str, Any], keep: list[int] | None = None) -> dict[str, An
     new_n = len(kept)
     out = dict(d)
     for name, value in d.items():
-        if "layer" in name and isinstance(value, int) and not isinstance(value, bool) and value == n_layers:
+        if ("layer" in name or name in LAYER_COUNT_FIELDS) and isinstance(value, int) and not isinstance(value, bool) and value == n_layers:
             out[name] = new_n  # "all layers" (num_kv_shared_layers = num_hidden_layers) stays all layers
         elif _is_index_list(name, value, n_layers):
             out[name] = [kept.index(i) for i in value if i in kept]

@@ -39,6 +39,15 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "dots3_note_text": {"head_dim": 24},
     # The last num_kv_shared_layers reuse the KV of an earlier layer of their type: keep a sliding and a full
     # layer on each side of that boundary (pattern s,s,s,s,f; layers 15-29 shared).
+    # QSA indexer fields default to None and the model divides by them; budget 8 < a 32-token generation,
+    # so the sparse selection really runs.
+    "qwen4_exp_text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16, "indexer_budget": 8,
+                       "indexer_compress_ratio": 4},
+    # num_blocks is xLSTM's second name for the depth; its cache rounds qk_dim = hidden * 0.5 up to a multiple of
+    # 64 while the projections do not, so hidden must be 128 for the two to agree.
+    "xlstm": {"num_blocks": 2, "hidden_size": 128, "embedding_dim": 128},
+    # Hybrid layers share one transformer block whose weights are tied across them: keep two hybrid layers (2, 7).
+    "zamba": {"__layers__": [0, 2, 3, 7]},
     "gemma3n_text": {"__layers__": [0, 4, 15, 19], "num_kv_shared_layers": 2},
 }
 

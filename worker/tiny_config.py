@@ -59,6 +59,7 @@ HEAD_DIM_FIELDS = {
     "mamba_headdim", "index_head_dim", "v_head_dim", "qk_nope_head_dim",
 }
 LINEAR_HEAD_FIELDS = {"linear_num_heads", "linear_num_key_heads", "linear_num_value_heads", "index_n_heads"}
+CHANNEL_FIELDS = {"ext_pw_out_channel", "depthwise_separable_out_channel", "nemo_conv_channels"}
 LORA_FIELDS = {"kv_lora_rank", "q_lora_rank", "o_lora_rank"}
 SMALL_RANK_FIELDS = {"adapter_rank", "laurel_rank", "hc_lowrank", "gated_norm_rank", "time_step_rank",
                      "mamba_dt_rank", "d_rel"}
@@ -170,6 +171,8 @@ def _target(name: str, value: int, d: dict[str, Any]) -> int | None:
         return 2
     if name in LORA_FIELDS:
         return LORA_RANK
+    if name in CHANNEL_FIELDS:
+        return HIDDEN
     if name in SMALL_RANK_FIELDS:
         return SMALL_RANK
     if name in VOCAB_FIELDS:
@@ -197,23 +200,41 @@ def _target(name: str, value: int, d: dict[str, Any]) -> int | None:
     return None
 
 
-def _remap_token_ids(d: dict[str, Any], vocab: int, orig_vocab: Any) -> None:
-    """Special-token ids past the tiny vocab are moved to its top, keeping distinct ids distinct.
+TOKEN_FIELD_SUFFIXES = ("_token_id", "_token_ids", "_token_index", "_token")
+
+
+def _token_ids(tree: dict[str, Any]) -> set[int]:
+    """Every special-token id in a config tree (sub-configs included)."""
+    found: set[int] = set()
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            found |= _token_ids(v)
+        elif isinstance(k, str) and k.endswith(TOKEN_FIELD_SUFFIXES):
+            found |= {x for x in (v if isinstance(v, list) else [v]) if _is_int(x)}
+    return found
+
+
+def token_ranks(tree: dict[str, Any]) -> dict[int, int]:
+    """Rank of each large special-token id in the whole tree (largest first), so a token moved below the tiny
+    vocab gets the same new id in the parent config and in every sub-config."""
+    return {v: r for r, v in enumerate(sorted((v for v in _token_ids(tree) if v >= VOCAB), reverse=True))}
+
+
+def _remap_token_ids(d: dict[str, Any], vocab: int, orig_vocab: Any, ranks: dict[int, int]) -> None:
+    """Special-token ids past the tiny vocab move to its top (vocab - 1 - rank), distinct ids staying distinct.
 
     An id equal to the original vocab size stays "one past the end" (MusicGen's pad lives in an extra row).
     """
-    big: dict[int, int] = {orig_vocab: vocab} if _is_int(orig_vocab) else {}
-    token_fields = [k for k in d if k.endswith(("_token_id", "_token_ids", "_token_index", "_token"))]
-    values = sorted({v for k in token_fields for v in (d[k] if isinstance(d[k], list) else [d[k]])
-                     if _is_int(v) and v >= vocab and v != orig_vocab})
-    for rank, v in enumerate(values):
-        big[v] = vocab - 1 - rank
-    for k in token_fields:
-        v = d[k]
-        if isinstance(v, list):
-            d[k] = [big.get(x, x) if _is_int(x) else x for x in v]
-        elif _is_int(v):
-            d[k] = big.get(v, v)
+    def new(x: Any) -> Any:
+        if not _is_int(x) or x < vocab:
+            return x
+        if x == orig_vocab:
+            return vocab
+        return max(0, vocab - 1 - ranks.get(x, 0))
+
+    for k, v in d.items():
+        if isinstance(k, str) and k.endswith(TOKEN_FIELD_SUFFIXES):
+            d[k] = [new(x) for x in v] if isinstance(v, list) else new(v)
 
 
 def _fix_relations(d: dict[str, Any], orig: dict[str, Any]) -> None:
@@ -258,29 +279,34 @@ def _fix_relations(d: dict[str, Any], orig: dict[str, Any]) -> None:
     if _is_int(d.get("num_experts_per_tok")) and _is_int(d.get("topk_group")) and _is_int(d.get("n_group")):
         per_group = max(1, EXPERTS // d["n_group"])
         d["num_experts_per_tok"] = min(d["num_experts_per_tok"], d["topk_group"] * per_group)
-    vocab = d.get("vocab_size")
-    if _is_int(vocab):
-        _remap_token_ids(d, vocab, orig.get("vocab_size"))
 
 
-def shrink_dict(d: dict[str, Any], keep: list[int] | None = None) -> dict[str, Any]:
+
+def shrink_dict(d: dict[str, Any], keep: list[int] | None = None, parent_vocab: tuple[int, int] | None = None,
+                ranks: dict[int, int] | None = None) -> dict[str, Any]:
     """Apply the generic rules to one config dict and, recursively, to its sub-config dicts.
 
     ``keep`` names the original layers to keep (an override's ``__layers__``); default: one of each kind.
+    ``parent_vocab`` = (original, tiny) vocab of the enclosing config, for sub-configs that carry token ids only.
     """
     orig = d
+    ranks = token_ranks(d) if ranks is None else ranks
     out: dict[str, Any] = {}
+    vocab = d.get("vocab_size")
+    own_vocab = (vocab, _shrink_field("vocab_size", vocab, d)) if _is_int(vocab) else parent_vocab
     for name, value in d.items():
         if name == "per_layer_config" and isinstance(value, dict):
             # {"05": {"head_dim": 512}}: per-layer field overrides get the same rules; cut_layers renumbers them.
             out[name] = {k: {f: _shrink_field(f, v, {**d, **sub}) for f, v in sub.items()}
                          if isinstance(sub, dict) else sub for k, sub in value.items()}
         elif isinstance(value, dict) and (name.endswith("config") or "model_type" in value):
-            out[name] = shrink_dict(value)
+            out[name] = shrink_dict(value, parent_vocab=own_vocab, ranks=ranks)
         else:
             out[name] = _shrink_field(name, value, d)
     out = cut_layers(out, keep)
     _fix_relations(out, orig)
+    if own_vocab is not None:
+        _remap_token_ids(out, own_vocab[1], own_vocab[0], ranks)
     if "dtype" in out:
         out["dtype"] = "float32"
     return out
