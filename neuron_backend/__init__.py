@@ -1,6 +1,63 @@
-"""neuron_backend: a simulated AWS Trainium (NeuronCore) PyTorch device named ``neuron``."""
-from neuron_backend import registration
+"""neuron_backend: a simulated AWS Trainium (NeuronCore-v2) PyTorch device named ``neuron``, in pure Python.
 
-SIMULATED = registration.register()
+What it models: PrivateUse1 registration (``torch.neuron``, ``Tensor.neuron()``, ``device_map="neuron"``); an
+explicit op table per profile (profiles/*.json, NEURON_PROFILE) with per-op dtypes, no float64/complex, int64 lowered
+to int32 (values wrap), rejection of data-dependent output shapes (nonzero, unique, masked_select, boolean indexing)
+and of host syncs inside compiled graphs; ops outside the table lowered through ``torch._decomp`` first; typed errors
+(NeuronUnsupportedOpError / NeuronUnsupportedDtypeError) naming op, dtypes and shapes; an opt-in CPU fallback
+(NEURON_CPU_FALLBACK=1) that records what fell back; compiler-style bf16 matmul numerics (NEURON_AUTOCAST_MATMUL);
+per-core memory accounting with torch.OutOfMemoryError (NEURON_CORES x NEURON_MEMORY_GB); a ``neuron`` torch.compile
+backend (AOT Autograd + core-aten decompositions, op-table check, recompilation counts).
+
+What it does not model: performance, asynchronous execution, collectives across cores, the real compiler's fusion
+and precision choices beyond matmul auto-cast, memory fragmentation (bytes are exact, allocator overhead is not),
+and ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors.
+If a real torch-neuronx is installed, nothing is registered and ``SIMULATED`` is False (see ``NOT_REGISTERED_REASON``).
+"""
+
+from __future__ import annotations
+
+from neuron_backend import registration
+from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
+
+SIMULATED: bool = registration.register()
+NOT_REGISTERED_REASON: str | None = registration.reason_not_registered()
+
 if SIMULATED:
-    from neuron_backend import dispatch  # noqa: F401
+    from neuron_backend import dispatch as _dispatch  # noqa: F401  (installs the tensor's op dispatcher)
+    from neuron_backend import factories as _factories
+    from neuron_backend import policy as _policy
+
+    _factories._check_dtype = lambda op, dtype: _policy.check_device_dtype(f"aten::{op}", dtype)
+    from neuron_backend import compile_backend as _compile_backend  # noqa: F401  (registers backend="neuron")
+    from neuron_backend import hf_integration as _hf  # noqa: F401
+
+from neuron_backend.api import (  # noqa: E402
+    compile_stats,
+    device_info,
+    fallback_ops,
+    host_syncs,
+    numerics_policy,
+    reset_compile_stats,
+    reset_fallback_ops,
+    set_cpu_fallback,
+    set_numerics,
+    set_profile,
+)
+
+__all__ = [
+    "SIMULATED",
+    "NOT_REGISTERED_REASON",
+    "NeuronUnsupportedOpError",
+    "NeuronUnsupportedDtypeError",
+    "fallback_ops",
+    "reset_fallback_ops",
+    "numerics_policy",
+    "device_info",
+    "compile_stats",
+    "reset_compile_stats",
+    "host_syncs",
+    "set_numerics",
+    "set_cpu_fallback",
+    "set_profile",
+]

@@ -135,6 +135,9 @@ def dispatch(func, args, kwargs):
             elif k == "device" and v is not None and torch.device(v).type == "neuron":
                 v = _CPU
             new_kwargs[k] = v
+        dt = kwargs.get("dtype")
+        if dt is not None and type(dt) is torch.dtype:
+            dtypes.append(dt)  # the requested result dtype is part of the decision (sum(dtype=float64))
     else:
         new_kwargs = kwargs
     if core < 0:
@@ -156,7 +159,7 @@ def dispatch(func, args, kwargs):
         return policy.run_decomposition(func, dtypes, args, kwargs, _shapes)
     if decision == policy.FALLBACK:
         stats.record_fallback(func, dtypes)
-        return _wrap_out(func, func(*new_args, **new_kwargs), args, kwargs, core)
+        return _wrap_out(func, numerics.host_result(func(*new_args, **new_kwargs)), args, kwargs, core)
     raise policy.error_for(func, dtypes, _shapes(args, kwargs))
 
 

@@ -10,6 +10,7 @@ import math
 import torch
 
 from neuron_backend import memory
+from neuron_backend.numerics import int64_wrap
 from neuron_backend.tensor import NeuronTensor, wrap
 
 _CPU = torch.device("cpu")
@@ -51,7 +52,7 @@ def _nbytes_strided(size, stride, dtype: torch.dtype) -> int:
 
 
 def _make_kernel(op: torch._ops.OpOverload):
-    name = op._schema.name + ("." + op._overloadname if op._overloadname != "default" else "")
+    name = op._schema.name.removeprefix("aten::")
 
     def kernel(*args, **kwargs):
         core = core_of(kwargs.get("device"))
@@ -65,15 +66,19 @@ def _make_kernel(op: torch._ops.OpOverload):
             memory.check_fits(numel * itemsize, core)
         elif op is torch.ops.aten.empty_strided.default:
             memory.check_fits(_nbytes_strided(args[0], args[1], dtype or torch.get_default_dtype()), core)
-        return wrap(op(*args, **kwargs), core)
+        return wrap(int64_wrap(op(*args, **kwargs)), core)
 
     return kernel
 
 
 def _copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     src = self._data if type(self) is NeuronTensor else self
-    target = dst._data if type(dst) is NeuronTensor else dst
-    target.copy_(src)
+    if type(dst) is NeuronTensor:
+        if type(self) is not NeuronTensor:
+            src = int64_wrap(src)  # host -> device: int64 values become int32 on the device
+        dst._data.copy_(src)
+    else:
+        dst.copy_(src)
     return dst
 
 

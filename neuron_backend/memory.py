@@ -14,7 +14,8 @@ from neuron_backend.config import CONFIG
 # storage data_ptr -> [nbytes, live wrapper count, core]; a dict keyed by address because the CPU storage that
 # backs a device tensor is the one thing every view of it shares.
 _live: dict[int, list[int]] = {}
-_refs: set[weakref.ref] = set()
+# Keyed by id(): weakrefs to tensors compare their referents with ==, which a set would call on hash collisions.
+_refs: dict[int, weakref.ref] = {}
 _allocated: list[int] = [0] * CONFIG.cores
 _peak: list[int] = [0] * CONFIG.cores
 
@@ -41,7 +42,7 @@ def check_fits(nbytes: int, core: int) -> None:
 
 
 def _release(ref: weakref.ref, ptr: int) -> None:
-    _refs.discard(ref)
+    _refs.pop(id(ref), None)
     entry = _live.get(ptr)
     if entry is None:
         return
@@ -68,7 +69,8 @@ def track(wrapper: torch.Tensor, inner: torch.Tensor, core: int) -> None:
     entry[1] += 1
     # The weak reference is on the host tensor, not the wrapper: Module._apply swaps wrappers (swap_tensors),
     # which refuses tensors that have weak references.
-    _refs.add(weakref.ref(inner, lambda r, p=ptr: _release(r, p)))
+    ref = weakref.ref(inner, lambda r, p=ptr: _release(r, p))
+    _refs[id(ref)] = ref
 
 
 def memory_allocated(core: int) -> int:

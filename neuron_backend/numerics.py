@@ -62,3 +62,10 @@ def int64_wrap(out):
     if type(out) is torch.Tensor and out.dtype is _I64 and out.numel():
         return out.to(_I32).to(_I64)
     return out
+
+
+def host_result(out):
+    """A CPU-fallback result the device cannot hold (float64, complex) comes back as float32 / stays on the host."""
+    if type(out) is torch.Tensor and out.dtype is torch.float64:
+        return out.to(_F32)
+    return out

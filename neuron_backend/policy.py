@@ -1,13 +1,109 @@
-"""TEMP stub."""
+"""What the device does with one (op, input dtypes): run natively, with bf16 matmul numerics, wrap int64, decompose,
+fall back to the CPU, or reject with a typed error. Pure decisions over the active profile; dispatch.py caches them.
+"""
+
+from __future__ import annotations
+
 import torch
+from torch._decomp import decomposition_table
+
+from neuron_backend import profiles
+from neuron_backend.config import CONFIG
+from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
+from neuron_backend.numerics import MATMUL_OPERANDS
+from neuron_backend.stats import dtype_name
 
 NATIVE, MATMUL, INT64_OP, DECOMPOSE, FALLBACK, UNSUPPORTED = range(6)
-from neuron_backend.numerics import MATMUL_OPERANDS
+_F32 = torch.float32
+_I64 = torch.int64
+_BOOL = torch.bool
+
+# (op, dtypes) -> (error class, reason) for rejected keys, so the error raised later carries the decision's reason.
+_rejections: dict[tuple, tuple[type[NeuronUnsupportedOpError], str]] = {}
 
 
-def decide(func, dtypes, args, kwargs):
-    if func._schema.name in MATMUL_OPERANDS and dtypes and dtypes[0] == torch.float32:
-        return MATMUL
-    return NATIVE
-def check_device_dtype(op, dtype, t):
-    pass
+def active() -> profiles.Profile:
+    return profiles.load(CONFIG.profile)
+
+
+def _verdict(func, dtypes: list[torch.dtype]) -> tuple[int, type[NeuronUnsupportedOpError] | None, str]:
+    prof = active()
+    name = func._schema.name
+    for d in dtypes:
+        if d in prof.forbidden or d not in prof.device_dtypes:
+            return UNSUPPORTED, NeuronUnsupportedDtypeError, f"{dtype_name(d)} is not a NeuronCore data type"
+    if name in prof.views:
+        return NATIVE, None, ""
+    r = prof.restrictions.get(name)
+    if r is not None:
+        if r.kind == "bool_index":
+            if _BOOL in dtypes[1:]:
+                return UNSUPPORTED, NeuronUnsupportedOpError, r.reason
+        elif r.kind == "dtype":
+            if any(d not in r.dtypes for d in dtypes):
+                return UNSUPPORTED, NeuronUnsupportedDtypeError, r.reason
+        else:
+            return UNSUPPORTED, NeuronUnsupportedOpError, r.reason
+    allowed = prof.native_dtypes(name)
+    if allowed is not None:
+        bad = [d for d in dtypes if d not in allowed]
+        if bad:
+            return UNSUPPORTED, NeuronUnsupportedDtypeError, (
+                f"{name} runs on the device for {', '.join(sorted(dtype_name(d) for d in allowed))} only"
+            )
+        if name in MATMUL_OPERANDS and CONFIG.autocast_matmul and _F32 in dtypes:
+            return MATMUL, None, ""
+        if _I64 in dtypes and name in prof.int64_ops:
+            return INT64_OP, None, ""
+        return NATIVE, None, ""
+    if func in decomposition_table:
+        return DECOMPOSE, None, ""
+    return UNSUPPORTED, NeuronUnsupportedOpError, f"not in the '{prof.name}' op table and no decomposition"
+
+
+def decide(func, dtypes: list[torch.dtype], args=(), kwargs=None) -> int:
+    """The decision for one (op, input dtypes) under the active profile and settings."""
+    decision, cls, reason = _verdict(func, dtypes)
+    if decision == UNSUPPORTED:
+        if CONFIG.cpu_fallback:
+            return FALLBACK
+        _rejections[(func, *dtypes)] = (cls, reason)
+    return decision
+
+
+def explain(op: torch._ops.OpOverload, dtypes: list[torch.dtype]) -> str:
+    """Human-readable decision for one (op, dtypes), for docs and the harness' attribution."""
+    decision, cls, reason = _verdict(op, dtypes)
+    names = ["native", "native (bf16 matmul numerics)", "native (int64 as int32)", "decomposed", "cpu fallback",
+             "unsupported"]
+    return names[decision] + (f": {reason}" if reason else "")
+
+
+def error_for(func, dtypes, shapes) -> NeuronUnsupportedOpError:
+    cls, reason = _rejections.get((func, *dtypes)) or _verdict(func, dtypes)[1:]
+    return cls(func._schema.name, [dtype_name(d) for d in dtypes], shapes, reason)
+
+
+def check_device_dtype(op: str, dtype: torch.dtype, src: torch.Tensor | None = None) -> None:
+    """Reject creating or converting to a dtype the device cannot hold (float64, complex) with the typed error."""
+    prof = active()
+    if dtype in prof.forbidden or dtype not in prof.device_dtypes:
+        if CONFIG.cpu_fallback:
+            return
+        shapes = [tuple(src.shape)] if src is not None else []
+        names = [dtype_name(src.dtype), dtype_name(dtype)] if src is not None else [dtype_name(dtype)]
+        raise NeuronUnsupportedDtypeError(op, names, shapes, f"{dtype_name(dtype)} is not a NeuronCore data type")
+
+
+def run_decomposition(func, dtypes, args, kwargs, shapes_fn):
+    """Lower ``func`` through PyTorch's decomposition table; each resulting op is decided on its own.
+
+    If a lowered op is unsupported the error names ``func`` (what the model called) and the op it lowered to.
+    """
+    try:
+        return decomposition_table[func](*args, **kwargs)
+    except NeuronUnsupportedOpError as e:
+        raise type(e)(
+            func._schema.name, [dtype_name(d) for d in dtypes], shapes_fn(args, kwargs),
+            f"decomposes to {e.op} ({', '.join(e.dtypes)}), which is unsupported: {e.reason}",
+        ) from e
