@@ -6,6 +6,7 @@ a crash or a hang, so fault tests take seconds. Every execution leaves a marker 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -16,9 +17,19 @@ from typing import Any
 from compat.results import ArchitectureEntry, Check, ResultRecord, Status
 
 
+def behaviour_of(entry: ArchitectureEntry) -> dict[str, Any]:
+    """From the entry's config (tests that build entries), else from the JSON file named by FAKEARCH_PLAN (tests
+    that sweep real catalog entries through the CLI): {"marker_dir": ..., "archs": {name: {...}}}."""
+    plan_file = os.environ.get("FAKEARCH_PLAN")
+    if plan_file:
+        plan = json.loads(Path(plan_file).read_text())
+        return {"marker_dir": plan["marker_dir"], **plan.get("archs", {}).get(entry.name, {})}
+    return entry.config or {}
+
+
 def run(entry: ArchitectureEntry, device: str, checks: list[Check], *, seed: int = 0,
         workdir: Path | None = None, emit: Any = None) -> list[ResultRecord]:
-    cfg = entry.config or {}
+    cfg = behaviour_of(entry)
     execution = uuid.uuid4().hex[:8]
     markers = Path(cfg["marker_dir"])
     markers.mkdir(parents=True, exist_ok=True)

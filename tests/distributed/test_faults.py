@@ -33,12 +33,13 @@ def assert_exactly_once(results, names, checks=("load", "forward")) -> None:
 
 def test_kill9_worker_mid_architecture_is_redelivered_and_finished_by_the_other(
         shared_redis, pg_url, store, make_cluster):
-    cluster = make_cluster(shared_redis, pg_url)
+    # hard limit 5 s, so Redis may redeliver an unacked task after 6 s (the minimum the app accepts).
+    cluster = make_cluster(shared_redis, pg_url, arch_timeout_s=4.0, task_hard_grace_s=1.0, visibility_timeout_s=6.0)
     cluster.start_worker("victim")
     cluster.wait_ready()
     executor = CeleryExecutor(cluster.app())
     names = ["Slow", "Fast1", "Fast2", "Fast3"]
-    entries = [cluster.entry("Slow", rank=1, sleep_s=3.0)] + [
+    entries = [cluster.entry("Slow", rank=1, sleep_s=2.0)] + [
         cluster.entry(n, rank=i + 2, sleep_s=0.2) for i, n in enumerate(names[1:])]
     plan = cluster.plan(entries)
     run_id = executor.submit(store, plan)

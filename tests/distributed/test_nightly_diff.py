@@ -15,6 +15,7 @@ from worker.nightly import (
     format_diff,
     parse_baseline,
     parse_cron,
+    regression_gate,
 )
 
 
@@ -121,3 +122,26 @@ def test_beat_schedule_sends_the_nightly_task_on_the_queue_and_rejects_bad_cron(
     for bad in ("0 2 * *", "61 2 * * *", "0 25 * * *"):
         with pytest.raises(ValueError):
             parse_cron(bad)
+
+
+class FakeRunStore(FakeRuns):
+    def __init__(self, runs, results) -> None:
+        super().__init__(runs)
+        self.results = results
+
+    def run_results(self, run_id):
+        return self.results[run_id]
+
+
+def test_regression_gate_exit_code():
+    ok = [rec("A", Check.LOAD, Status.PASS)]
+    bad = [rec("A", Check.LOAD, Status.ERROR)]
+    store = FakeRunStore([("n1", "neuron", "nightly"), ("m1", "neuron", "manual"), ("n2", "neuron", "nightly")],
+                         {"n1": ok, "m1": bad, "n2": bad})
+    diff, code = regression_gate(store, "n2", "neuron", "last-nightly", fail_on_regression=True)
+    assert code == 1 and diff.baseline_run == "n1" and len(diff.regressions) == 1
+    assert regression_gate(store, "n2", "neuron", "last-nightly", fail_on_regression=False)[1] == 0
+    # Against the last run of any trigger (m1, already failing) nothing regressed.
+    assert regression_gate(store, "n2", "neuron", "last", fail_on_regression=True)[1] == 0
+    # The first nightly has no baseline: nothing to regress from.
+    assert regression_gate(store, "n1", "neuron", "last-nightly", fail_on_regression=True)[1] == 0
