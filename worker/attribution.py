@@ -36,6 +36,7 @@ class Attribution:
     blocking_op: str | None
     error: ErrorInfo
     digest: str
+    op_from_device: bool = False  # the op came from the device's own error (.op) or a dispatcher message
 
 
 def dtype_name(dtype: object) -> str:
@@ -122,13 +123,13 @@ def attribute(exc: BaseException, failing_op: str | None = None) -> Attribution:
     if _is_device_op_error(root):
         op = format_op(getattr(root, "op", None) or failing_op or "unknown", getattr(root, "dtypes", None))
         status = Status.UNSUPPORTED_DTYPE if _is_device_dtype_error(root) else Status.UNSUPPORTED_OP
-        return Attribution(status, op, info, digest)
+        return Attribution(status, op, info, digest, True)
     if isinstance(root, (torch.OutOfMemoryError, MemoryError)) or _OOM.search(msg):
         return Attribution(Status.OOM, failing_op, info, digest)
     if m := _COULD_NOT_RUN.search(msg):
-        return Attribution(Status.UNSUPPORTED_OP, op_name(m.group(1)), info, digest)
+        return Attribution(Status.UNSUPPORTED_OP, op_name(m.group(1)), info, digest, True)
     if m := _OPERATOR_NOT_IMPL.search(msg):
-        return Attribution(Status.UNSUPPORTED_OP, op_name(m.group(1)), info, digest)
+        return Attribution(Status.UNSUPPORTED_OP, op_name(m.group(1)), info, digest, True)
     if m := _NOT_IMPL_FOR.search(msg):
         # The kernel name ("addmm_impl_cpu_") is not an aten op; prefer the op the catcher saw.
         base = failing_op.split(" (")[0] if failing_op else m.group(1)

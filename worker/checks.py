@@ -138,9 +138,9 @@ def run_check(ctx: CheckContext, check: Check) -> ResultRecord:
     except Exception as exc:  # noqa: BLE001 - every failure becomes a record
         duration = time.perf_counter() - t0
         fallback = dev.fallback_ops()
-        failing = None
         att = attribute(exc)
-        if att.blocking_op is None or att.status == Status.ERROR:
+        if not att.op_from_device:
+            # The exception names no aten op of its own: re-run under the catcher to find the one that raised.
             failing = _find_failing_op(ctx, check)
             if failing:
                 att = attribute(exc, failing)

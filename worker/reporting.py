@@ -34,7 +34,8 @@ def by_architecture(records: Iterable[ResultRecord]) -> dict[str, list[ResultRec
 
 
 def arch_verdict(records: list[ResultRecord]) -> str:
-    """One word per architecture: supported | supported_with_fallback | failing | reference_fail | skipped."""
+    """One word per architecture: supported | supported_with_fallback | failing | reference_fail | skipped |
+    not_judged."""
     if is_supported(records):
         return "supported_with_fallback" if used_fallback(records) else "supported"
     support = [r for r in records if r.check in SUPPORT_CHECKS]
@@ -44,7 +45,7 @@ def arch_verdict(records: list[ResultRecord]) -> str:
         return "failing"
     if any(r.status == Status.REFERENCE_FAIL for r in support):
         return "reference_fail"
-    return "failing"
+    return "not_judged"  # a support check was not run (e.g. --checks load,forward): no verdict either way
 
 
 @dataclass
@@ -100,7 +101,8 @@ def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> 
     v = cov.verdicts
     table.caption = (f"{cov.architectures} architectures: {v['supported']} supported natively, "
                      f"{v['supported_with_fallback']} with CPU fallback, {v['failing']} failing, "
-                     f"{v['reference_fail']} reference_fail, {v['skipped']} skipped "
+                     f"{v['reference_fail']} reference_fail, {v['skipped']} skipped, "
+                     f"{v['not_judged']} not judged (support checks not run) "
                      f"({cov.pass_rate():.1%} supported; {cov.all_checks_pass(records)} pass every check)")
     return table
 

@@ -82,6 +82,8 @@ def run_architecture(
     out_dir = base / _safe_dirname(entry.name)
 
     def phase(name: str) -> None:
+        # A line per phase in the captured log: a crash's log then says where it happened.
+        print(f"[compat] {entry.name} on {dev_name}: {name}", flush=True)
         if emit is not None:
             emit("phase", {"phase": name})
 
@@ -91,6 +93,10 @@ def run_architecture(
         except Exception:  # noqa: BLE001 - a broken known-issues file must not lose results
             pass
         for rec in recs:
+            print(f"[compat] {rec.check}: {rec.status}" + (f" ({rec.reason})" if rec.reason else "")
+                  + (f" [{rec.blocking_op}]" if rec.blocking_op else ""), flush=True)
+            if rec.error is not None and rec.error.traceback:
+                print(rec.error.traceback, flush=True)
             if emit is not None:
                 emit("record", rec.model_dump(mode="json"))
         done.extend(recs)

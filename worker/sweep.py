@@ -140,6 +140,10 @@ def run_sweep(
     try:
         local = [e for e in entries if e.remote_code or jobs == 0]
         remote = [e for e in entries if e not in local]
+        if any(not e.remote_code for e in local):
+            import transformers
+
+            transformers.utils.logging.disable_progress_bar()  # in-process: keep the terminal for our bar
         for entry in local:
             events: list[tuple[str, Any]] = []
             recs = run_architecture(entry, dev, order, seed=seed, emit=lambda k, p, ev=events: ev.append((k, p)))

@@ -1,0 +1,109 @@
+"""The pure judges: Dynamo-style RMSE-vs-fp64 numerics, tie-aware generation parity, reference determinism."""
+
+from __future__ import annotations
+
+import torch
+
+from compat.results import Status
+from worker import judge
+
+
+def _golden(n: int = 4096, seed: int = 0) -> torch.Tensor:
+    return torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def test_identical_result_passes() -> None:
+    g = _golden()
+    ref = g.float()
+    assert judge.judge_numerics(ref.clone(), ref, g).passed
+
+
+def test_rmse_within_multiplier_of_reference_error_passes_and_far_outside_fails() -> None:
+    g = _golden() * 100  # large logits: allclose(tol=1e-4) alone cannot pass noise
+    ref = g.float()
+    ref_err = judge.rmse(g, ref)
+    noise = torch.randn(g.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    noise = noise / noise.pow(2).mean().sqrt()  # unit RMS
+    close = (g + noise * 1.5 * ref_err).float()  # 1.5x the reference's own error: fp32 multiplier is 2
+    far = (g + noise * 1e-2).float()  # ~1e4x the reference error and above tol/10
+    v = judge.judge_numerics(close, ref, g)
+    assert v.passed, v
+    bad = judge.judge_numerics(far, ref, g)
+    assert bad.status == Status.MISMATCH
+    assert bad.metrics["rmse_device"] > bad.metrics["rmse_bound"]
+    assert "RMSE to fp64" in bad.reason
+
+
+def test_small_tensors_get_the_larger_multiplier() -> None:
+    assert judge.multiplier_for("fp32", 999) == 3.0
+    assert judge.multiplier_for("fp32", 1000) == 2.0
+    assert judge.multiplier_for("bf16_matmul", 10**6) == 3.0
+
+
+def test_non_finite_and_shape_mismatch_fail() -> None:
+    g = _golden(64)
+    ref = g.float()
+    nan = ref.clone()
+    nan[3] = float("nan")
+    assert judge.judge_numerics(nan, ref, g).status == Status.MISMATCH
+    assert judge.judge_numerics(ref[:10], ref, g).status == Status.MISMATCH
+
+
+def test_reduced_policy_judged_against_reduced_reference_with_cosine_floor() -> None:
+    g = _golden() * 10
+    ref_bf16 = g.to(torch.bfloat16).float()  # what a bf16 policy legitimately loses
+    # A device that rounds like the policy passes although it is far from the fp32 answer.
+    dev = g.to(torch.bfloat16).float()
+    assert judge.judge_numerics(dev, ref_bf16, g, "bf16_matmul").passed
+    # The same device judged as fp32 is a mismatch: the policy matters.
+    assert not judge.judge_numerics(dev, g.float(), g, "fp32").passed
+    # An unrelated result fails the cosine floor first.
+    junk = torch.randn(g.shape, generator=torch.Generator().manual_seed(7))
+    v = judge.judge_numerics(junk, ref_bf16, g, "bf16_matmul")
+    assert v.status == Status.MISMATCH and "cosine" in v.reason
+
+
+def test_missing_golden_uses_reference_alone() -> None:
+    ref = _golden().float()
+    assert judge.judge_numerics(ref + 1e-6, ref, None).passed  # allclose at tol 1e-4
+    assert not judge.judge_numerics(ref + 1e-2, ref, None).passed
+
+
+def test_generation_identical_passes() -> None:
+    v = judge.judge_generation([1, 2, 3], [1, 2, 3], [5.0, 5.0, 5.0], 0.1)
+    assert v.passed and v.metrics["matched_tokens"] == 3
+
+
+def test_generation_divergence_at_a_tie_is_not_a_failure() -> None:
+    v = judge.judge_generation([1, 9, 4], [1, 2, 3], [5.0, 0.05, 5.0], 0.1)
+    assert v.passed and v.metrics["tie"] and v.metrics["first_divergence"] == 1
+
+
+def test_generation_divergence_with_clear_margin_is_a_mismatch() -> None:
+    v = judge.judge_generation([1, 9, 3], [1, 2, 3], [5.0, 0.5, 5.0], 0.1)
+    assert v.status == Status.MISMATCH and v.metrics["first_divergence"] == 1
+    assert "token 1" in v.reason
+
+
+def test_generation_length_difference_is_a_mismatch() -> None:
+    assert judge.judge_generation([1, 2], [1, 2, 3], [1.0] * 3, 0.1).status == Status.MISMATCH
+
+
+def test_reference_determinism() -> None:
+    g = _golden()
+    run = g.float()
+    assert judge.reference_determinism(run, run.clone(), g).passed
+    jitter = run + 1e-3 * torch.randn(run.shape, generator=torch.Generator().manual_seed(3))
+    v = judge.reference_determinism(run, jitter, g)
+    assert v.status == Status.REFERENCE_FAIL and "nondeterministic" in v.reason
+    nan = run.clone()
+    nan[0] = float("inf")
+    assert judge.reference_determinism(nan, nan, g).status == Status.REFERENCE_FAIL
+
+
+def test_judge_all_first_failure_wins_and_metrics_are_prefixed() -> None:
+    ok = judge.Verdict(Status.PASS, {"x": 1})
+    bad = judge.Verdict(Status.MISMATCH, {"x": 2}, "grads off")
+    v = judge.judge_all({"loss": ok, "grads": bad})
+    assert v.status == Status.MISMATCH and v.reason == "grads off"
+    assert v.metrics == {"loss.x": 1, "grads.x": 2}
