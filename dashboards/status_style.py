@@ -6,8 +6,9 @@ Colour is never the only signal: each status carries a distinct glyph and a word
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from compat.results import FAILURE_STATUSES, Status
 
@@ -57,15 +58,20 @@ def is_failure(status: str | Status | None) -> bool:
 
 def status_cell(status: str | Status | None, *, changed: bool = False, title: str = "") -> Markup:
     """Inline HTML for one status: glyph + word, with the full meaning (and detail) as tooltip."""
+    return _cell(None if status is None else str(status), changed, title)
+
+
+@lru_cache(maxsize=4096)
+def _cell(status: str | None, changed: bool, title: str) -> Markup:
+    # Memoised: a matrix page renders ~1000 cells drawn from a few dozen distinct (status, detail) pairs.
     st = style_for(status)
-    tip = st.meaning + (f": {title}" if title else "")
+    tip = escape(st.meaning + (f": {title}" if title else ""))
     classes = f"st {st.css}" + (" st-changed" if changed else "")
-    changed_mark = Markup('<span class="changed-mark" title="changed since the previous run">●</span>') if changed else ""
+    mark = '<span class="changed-mark" title="changed since the previous run">●</span>' if changed else ""
     return Markup(
-        '<span class="{cls}" data-status="{status}" title="{tip}">'
-        '<span class="st-icon" aria-hidden="true">{icon}</span> <span class="st-label">{label}</span>{mark}</span>'
-    ).format(
-        cls=classes, status=st.status or "none", tip=tip, icon=st.icon, label=st.label, mark=changed_mark
+        f'<span class="{classes}" data-status="{escape(st.status or "none")}" title="{tip}">'
+        f'<span class="st-icon" aria-hidden="true">{st.icon}</span> <span class="st-label">{st.label}</span>'
+        f"{mark}</span>"
     )
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from compat.results import ALL_CHECKS
 from compat.settings import get_settings
 from dashboards import matrix as mx
+from dashboards.cache import PAGE_CACHE
 from dashboards.changes import changed_cells, history_changes, latest_changes
 from dashboards.charts import Series, legend_items, line_chart
 from dashboards.deps import get_session, not_found
@@ -41,6 +42,12 @@ def overview(request: Request, session: Session = Depends(get_session)) -> HTMLR
     if runs.total == 0:
         return render(request, "empty.html", page_title="No runs yet", command=FIRST_COMMAND)
     top_n = _top_n(request)
+    data = PAGE_CACHE.get(session, ("overview", top_n), lambda: _overview_data(session, top_n))
+    return render(request, "overview.html", page_title="Overview", top_n=top_n, **data)
+
+
+def _overview_data(session: Session, top_n: int) -> dict:
+    """Everything the overview shows, from ``service.queries`` (cached per store state by the caller)."""
     # The device under test leads; other devices (cpu, cuda...) follow by name.
     cov = sorted(queries.coverage(session).items, key=lambda c: (c.device != get_settings().device, c.device))
     cov_top = {c.device: c for c in queries.coverage(session, top_n=top_n).items}
@@ -56,12 +63,12 @@ def overview(request: Request, session: Session = Depends(get_session)) -> HTMLR
             run = queries.get_run(session, c.run_id, with_results=False)
             diffs.append({"device": c.device, "trigger": run.trigger, "prev": prev, "latest": c.run_id,
                           "diff": queries.diff_runs(session, prev, c.run_id)})
-    return render(
-        request, "overview.html", page_title="Overview", coverage=cov, coverage_top=cov_top, top_n=top_n,
-        declared=queries.declared_coverage(session, top_n=top_n), running=running, diffs=diffs,
-        chart=line_chart(series, labels, title="Supported architectures per run"),
-        chart_legend=legend_items(series),
-    )
+    return {
+        "coverage": cov, "coverage_top": cov_top, "declared": queries.declared_coverage(session, top_n=top_n),
+        "running": running, "diffs": diffs,
+        "chart": line_chart(series, labels, title="Supported architectures per run"),
+        "chart_legend": legend_items(series),
+    }
 
 
 def _history_series(histories: list) -> tuple[list[str], list[Series]]:
@@ -82,16 +89,7 @@ def _history_series(histories: list) -> tuple[list[str], list[Series]]:
 def matrix(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
-    page = queries.list_architectures(session, per_page=1_000_000)
-    rows, devices = mx.pivot(page.items, devices_order=["neuron"])
-    latest_run_by_device = {r.device: r.run_id for r in page.items}
-    for device, run_id in latest_run_by_device.items():
-        prev = previous_run_id(session, run_id)
-        if prev is None:
-            continue
-        changed = changed_cells(queries.diff_runs(session, prev, run_id), device)
-        for row in rows:
-            row.changed |= changed.get(row.name, set())
+    rows, devices = PAGE_CACHE.get(session, "matrix", lambda: _matrix_rows(session))
     cols = mx.columns(rows, devices, query)
     shown = mx.apply(rows, cols, query)
     page_rows, page_no, pages = mx.paginate(shown, query.page)
@@ -107,6 +105,21 @@ def matrix(request: Request, session: Session = Depends(get_session)) -> HTMLRes
         device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS,
         shown_total=len(shown), all_total=len(rows), page=page_no, pages=pages,
     )
+
+
+def _matrix_rows(session: Session) -> tuple[list[mx.MatrixRow], list[str]]:
+    """All architectures pivoted to matrix rows, with the cells changed since each device's previous run."""
+    page = queries.list_architectures(session, per_page=1_000_000)
+    rows, devices = mx.pivot(page.items, devices_order=[get_settings().device])
+    latest_run_by_device = {r.device: r.run_id for r in page.items}
+    for device, run_id in latest_run_by_device.items():
+        prev = previous_run_id(session, run_id)
+        if prev is None:
+            continue
+        changed = changed_cells(queries.diff_runs(session, prev, run_id), device)
+        for row in rows:
+            row.changed |= changed.get(row.name, set())
+    return rows, devices
 
 
 @router.get("/architectures/{name}", response_class=HTMLResponse)
