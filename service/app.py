@@ -63,7 +63,10 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
-        return JSONResponse({"error": "invalid request", "detail": jsonable_encoder(errors)}, status_code=422)
+        loc = errors[0]["loc"] if errors and errors[0].get("loc") else ()
+        field = str(loc[-1]) if loc else None
+        return JSONResponse({"error": f"invalid {field}" if field else "invalid request", "field": field,
+                             "detail": jsonable_encoder(errors)}, status_code=422)
 
     @app.exception_handler(InvalidInput)
     async def invalid_input(_: Request, exc: InvalidInput) -> JSONResponse:

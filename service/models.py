@@ -60,6 +60,8 @@ class Run(Base):
     arch_count: Mapped[int | None] = mapped_column(Integer)
     supported_count: Mapped[int | None] = mapped_column(Integer)
     result_count: Mapped[int | None] = mapped_column(Integer)
+    # Bumped by every write to the run; keys the in-process roll-up cache (service/rollup.py).
+    data_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     __table_args__ = (Index("ix_runs_device_started", "device", "started"),)
 
@@ -88,6 +90,7 @@ class RunArchitecture(Base):
     model_type: Mapped[str] = mapped_column(String(128), default="")
     representative: Mapped[str | None] = mapped_column(String(256))
     remote_code: Mapped[bool] = mapped_column(Boolean, default=False)
+    downloads: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class PlannedResult(Base):

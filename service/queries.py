@@ -14,7 +14,7 @@ from compat.results import Status, Trigger
 from service import schemas as S
 from service.declared_support import declared_lists
 from service.models import Architecture, Device, Result, Run, Submission
-from service.rollup import ArchOutcome, arch_outcomes, is_supported_statuses, run_catalog, run_counts
+from service.rollup import ArchOutcome, CatalogRow, is_supported_statuses, run_counts, run_view
 from service.store import aware, latest_results_in, row_to_record
 
 StatusFilter = StrEnum("StatusFilter", {**{s.name: s.value for s in Status},
@@ -61,11 +61,10 @@ def list_devices(session: Session) -> list[S.DeviceOut]:
 
 
 def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceCoverage:
-    outcomes = arch_outcomes(session, run.id, run.device)
-    catalog = run_catalog(session, run, outcomes)
-    if top_n is not None:
-        catalog = catalog[:top_n]
-    names = [a for a, _ in catalog]
+    view = run_view(session, run)
+    outcomes = view.outcomes
+    catalog = view.catalog[:top_n] if top_n is not None else view.catalog
+    names = [c.architecture for c in catalog]
     total = len(names)
     sup = [a for a in names if a in outcomes and outcomes[a].supported]
     per_check = []
@@ -101,12 +100,11 @@ def coverage_history(session: Session, device: str) -> S.CoverageHistory:
     return S.CoverageHistory(device=device, points=points)
 
 
-def _row(name: str, rank: int, arch: Architecture | None, run: Run, o: ArchOutcome | None) -> S.ArchitectureRow:
+def _row(c: CatalogRow, run: Run, o: ArchOutcome | None) -> S.ArchitectureRow:
     o = o or ArchOutcome()
     return S.ArchitectureRow(
-        name=name, rank=rank, model_type=arch.model_type if arch else "", downloads=arch.downloads if arch else 0,
-        representative=arch.representative if arch else None, remote_code=arch.remote_code if arch else False,
-        device=run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
+        name=c.architecture, rank=c.rank, model_type=c.model_type, downloads=c.downloads,
+        representative=c.representative, remote_code=c.remote_code, device=run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
         blocking_op=o.blocking_op, error=o.error,
     )
 
@@ -131,22 +129,20 @@ def list_architectures(session: Session, *, status: str | None = None, check: st
     status = str(status) if status is not None else None
     check = str(check) if check is not None else None
     needle = q.lower() if q else None
-    rows: list[S.ArchitectureRow] = []
+    hits: list[tuple[CatalogRow, Run, ArchOutcome | None]] = []
     for run in _runs_for(session, device, None):
-        outcomes = arch_outcomes(session, run.id, run.device)
-        catalog = run_catalog(session, run, outcomes)
-        names = [a for a, _ in catalog]
-        archs = {a.name: a for a in session.scalars(select(Architecture).where(Architecture.name.in_(names)))} \
-            if len(names) <= 900 else {a.name: a for a in session.scalars(select(Architecture))}
-        for name, rank in catalog:
-            arch = archs.get(name)
-            if needle and needle not in name.lower() and not (arch and needle in arch.model_type.lower()):
+        view = run_view(session, run)
+        for c in view.catalog:
+            if needle and needle not in c.architecture.lower() and needle not in c.model_type.lower():
                 continue
-            if _matches(outcomes.get(name), status, check):
-                rows.append(_row(name, rank, arch, run, outcomes.get(name)))
-    rows.sort(key=lambda r: (r.rank, r.name, r.device))
+            o = view.outcomes.get(c.architecture)
+            if _matches(o, status, check):
+                hits.append((c, run, o))
+    hits.sort(key=lambda h: (h[0].rank, h[0].architecture, h[1].device))
     start = (page - 1) * per_page
-    return S.ArchitecturePage(items=rows[start:start + per_page], total=len(rows), page=page, per_page=per_page)
+    # Build response rows only for the page shown.
+    return S.ArchitecturePage(items=[_row(*h) for h in hits[start:start + per_page]], total=len(hits),
+                              page=page, per_page=per_page)
 
 
 def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
@@ -231,8 +227,9 @@ def diff_runs(session: Session, a: str, b: str) -> S.RunDiff:
     for rid, run in ((a, ra), (b, rb)):
         if run is None:
             raise NotFound(f"run {rid!r} not found")
-    oa, ob = arch_outcomes(session, a, ra.device), arch_outcomes(session, b, rb.device)
-    ranks = {n: r for n, r in run_catalog(session, ra, oa)} | {n: r for n, r in run_catalog(session, rb, ob)}
+    va, vb = run_view(session, ra), run_view(session, rb)
+    oa, ob = va.outcomes, vb.outcomes
+    ranks = {c.architecture: c.rank for c in va.catalog} | {c.architecture: c.rank for c in vb.catalog}
     out = S.RunDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[])
     for name in sorted(set(oa) | set(ob), key=lambda n: (ranks.get(n, 10**9), n)):
         x, y = oa.get(name), ob.get(name)
@@ -258,7 +255,7 @@ def blockers(session: Session, device: str | None = None, run_id: str | None = N
     runs = _runs_for(session, device, run_id)
     by_op: dict[str, dict[str, int]] = {}
     for run in runs:
-        for name, o in arch_outcomes(session, run.id, run.device).items():
+        for name, o in run_view(session, run).outcomes.items():
             if o.blocking_op and not o.supported:
                 rank = o.rank if o.rank is not None else 10**9
                 by_op.setdefault(o.blocking_op, {})[name] = min(rank, by_op.get(o.blocking_op, {}).get(name, rank))
@@ -287,7 +284,7 @@ def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredC
         run = latest_run(session, dev)
         if run is None:
             continue
-        outcomes = arch_outcomes(session, run.id, run.device)
+        outcomes = run_view(session, run).outcomes
         sup = [n for n in names if n in outcomes and outcomes[n].supported]
         rows.append(S.DeclaredCoverageRow(kind="measured", name=dev, label=f"measured on {dev}, run {run.id}",
                                           run_id=run.id, supported=len(sup), total=total,

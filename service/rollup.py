@@ -1,10 +1,13 @@
-"""Per-run roll-ups shared by the store and the queries: statuses by architecture, support counts.
+"""Per-run roll-ups shared by the store and the queries: statuses by architecture, catalog, support counts.
 
-``is_supported_statuses`` is pure; the rest read one run's result rows (narrow columns, never logs).
+Roll-ups are cached per process, keyed by the run's ``data_version`` (bumped on every write), so they are
+never stale; ``is_supported_statuses`` is pure.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -37,6 +40,66 @@ class ArchOutcome:
         return is_supported_statuses(self.statuses)
 
 
+@dataclass(frozen=True)
+class CatalogRow:
+    architecture: str
+    rank: int
+    model_type: str = ""
+    representative: str | None = None
+    remote_code: bool = False
+    downloads: int = 0
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run's roll-up: outcome per architecture on the run's device, and its catalog by rank.
+
+    Shared between requests through the cache: callers must not mutate it."""
+
+    outcomes: dict[str, ArchOutcome]
+    catalog: list[CatalogRow]
+
+    @property
+    def supported(self) -> int:
+        return sum(1 for c in self.catalog if c.architecture in self.outcomes
+                   and self.outcomes[c.architecture].supported)
+
+
+_CACHE_SIZE = 64
+_cache: OrderedDict[tuple, RunView] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def run_view(session: Session, run: Run) -> RunView:
+    """The roll-up of ``run`` (cached by database, run id and data version)."""
+    key = (str(session.get_bind().url), run.id, run.device, run.data_version)
+    with _cache_lock:
+        view = _cache.get(key)
+        if view is not None:
+            _cache.move_to_end(key)
+            return view
+    outcomes = arch_outcomes(session, run.id, run.device)
+    view = RunView(outcomes=outcomes, catalog=_catalog_rows(session, run, outcomes))
+    with _cache_lock:
+        _cache[key] = view
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return view
+
+
+def _catalog_rows(session: Session, run: Run, outcomes: dict[str, ArchOutcome]) -> list[CatalogRow]:
+    rows = session.execute(
+        select(RunArchitecture.architecture, RunArchitecture.rank, RunArchitecture.model_type,
+               RunArchitecture.representative, RunArchitecture.remote_code, RunArchitecture.downloads)
+        .where(RunArchitecture.run_id == run.id).order_by(RunArchitecture.rank, RunArchitecture.architecture)
+    ).all()
+    if rows:
+        return [CatalogRow(*r) for r in rows]
+    big = 10**9  # results without a rank sort last
+    return sorted((CatalogRow(a, o.rank if o.rank is not None else big) for a, o in outcomes.items()),
+                  key=lambda c: (c.rank, c.architecture))
+
+
 def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchOutcome]:
     rows = session.execute(
         select(Result.architecture, Result.check, Result.status, Result.rank, Result.blocking_op,
@@ -59,22 +122,12 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
     return out
 
 
-def run_catalog(session: Session, run: Run, outcomes: dict[str, ArchOutcome]) -> list[tuple[str, int]]:
+def run_catalog(session: Session, run: Run) -> list[tuple[str, int]]:
     """(architecture, rank) of the run's catalog by rank; falls back to the archs that have results."""
-    rows = session.execute(
-        select(RunArchitecture.architecture, RunArchitecture.rank)
-        .where(RunArchitecture.run_id == run.id).order_by(RunArchitecture.rank, RunArchitecture.architecture)
-    ).all()
-    if rows:
-        return [(a, r) for a, r in rows]
-    big = 10**9  # results without a rank sort last
-    return sorted(((a, o.rank if o.rank is not None else big) for a, o in outcomes.items()),
-                  key=lambda t: (t[1], t[0]))
+    return [(c.architecture, c.rank) for c in run_view(session, run).catalog]
 
 
 def run_counts(session: Session, run: Run) -> tuple[int, int, int]:
     """(architectures in catalog, supported, result rows) of one run on its own device."""
-    outcomes = arch_outcomes(session, run.id, run.device)
-    catalog = run_catalog(session, run, outcomes)
-    supported = sum(1 for a, _ in catalog if a in outcomes and outcomes[a].supported)
-    return len(catalog), supported, sum(len(o.statuses) for o in outcomes.values())
+    view = run_view(session, run)
+    return len(view.catalog), view.supported, sum(len(o.statuses) for o in view.outcomes.values())

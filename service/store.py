@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -145,7 +145,7 @@ class Store:
             } for a in architectures], ["name"])
             _upsert(s, RunArchitecture, [{
                 "run_id": run.id, "architecture": a.name, "rank": a.rank, "model_type": a.model_type,
-                "representative": a.representative, "remote_code": a.remote_code,
+                "representative": a.representative, "remote_code": a.remote_code, "downloads": a.downloads,
             } for a in architectures], ["run_id", "architecture"])
             keys = sorted({(a, d, str(c)) for a, d, c in planned})
             _upsert(s, PlannedResult, [
@@ -153,6 +153,7 @@ class Store:
             ], RESULT_KEY)
             s.flush()
             run_row = s.get(Run, run.id)
+            run_row.data_version = (run_row.data_version or 0) + 1
             run_row.planned_count = s.scalar(
                 select(func.count()).select_from(PlannedResult).where(PlannedResult.run_id == run.id))
         return run.id
@@ -165,6 +166,8 @@ class Store:
             if s.get(Run, run_id) is None:
                 raise KeyError(f"unknown run {run_id!r}: call start_run first")
             _upsert(s, Result, [record_to_row(run_id, r) for r in by_key.values()], RESULT_KEY)
+            # In SQL, not read-modify-write: concurrent writers must each bump it.
+            s.execute(update(Run).where(Run.id == run_id).values(data_version=Run.data_version + 1))
 
     def add_op_traces(self, run_id: str, traces: list[OpTrace]) -> None:
         by_arch = {t.architecture: t for t in traces}
@@ -188,6 +191,7 @@ class Store:
             )
             run.state = "complete" if missing == 0 else "incomplete"
             run.arch_count, run.supported_count, run.result_count = run_counts(s, run)
+            run.data_version = (run.data_version or 0) + 1
             run.finished = datetime.now(UTC)
             return run.state
 

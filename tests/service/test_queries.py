@@ -108,3 +108,15 @@ def test_declared_coverage_labels_and_counts(seeded) -> None:
     assert declared.architectures == ["LlamaForCausalLM", "Qwen2ForCausalLM"] and declared.total == 3
     measured = {r.name: r.supported for r in dc.rows if r.kind == "measured"}
     assert measured == {"cpu": 3, "neuron": 2}
+
+
+def test_rollup_cache_follows_late_writes(db_url: str) -> None:
+    """A result re-delivered after the run finished must show at once (the cache keys on data_version)."""
+    store = Store(db_url)
+    run_id = seed(store)
+    with db.session_scope(db_url) as s:
+        assert queries.coverage(s, run_id=run_id).items[0].supported == 4
+    store.add_results(run_id, [rec("Qwen2ForCausalLM", Check.GENERATE, Status.TIMEOUT)])
+    with db.session_scope(db_url) as s:
+        assert queries.coverage(s, run_id=run_id).items[0].supported == 3
+        assert [e.name for e in queries.list_architectures(s, status="timeout").items] == ["Qwen2ForCausalLM"]
