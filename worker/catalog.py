@@ -38,6 +38,7 @@ class Catalog:
     source: str
     snapshot_id: str | None
     entries: list[ArchitectureEntry] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (model id, reason) left out of a Hub listing
 
     def names(self) -> list[str]:
         return [e.name for e in self.entries]
@@ -102,7 +103,9 @@ def read_snapshot(path: Path) -> Catalog:
         raise CatalogError(f"corrupt catalog snapshot {path}: {exc.error_count()} invalid entries: "
                            f"{exc.errors()[0]['msg']}") from exc
     entries.sort(key=lambda e: e.rank)
-    return Catalog(source="snapshot", snapshot_id=payload.get("id") or _snapshot_id(payload), entries=entries)
+    skipped = [tuple(s) for s in payload.get("skipped") or [] if isinstance(s, list) and len(s) == 2]
+    return Catalog(source="snapshot", snapshot_id=payload.get("id") or _snapshot_id(payload), entries=entries,
+                   skipped=skipped)
 
 
 def write_snapshot(catalog: Catalog, path: Path, *, endpoint: str, limit: int | None) -> str:
@@ -114,6 +117,7 @@ def write_snapshot(catalog: Catalog, path: Path, *, endpoint: str, limit: int | 
         "endpoint": endpoint,
         "limit": limit,
         "entries": [e.model_dump(mode="json") for e in catalog.entries],
+        "skipped": [list(s) for s in catalog.skipped],
     }
     payload["id"] = _snapshot_id(payload)
     path.parent.mkdir(parents=True, exist_ok=True)
