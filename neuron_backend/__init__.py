@@ -12,6 +12,9 @@ backend (AOT Autograd + core-aten decompositions, op-table check, recompilation 
 What it does not model: performance, asynchronous execution, collectives across cores, the real compiler's fusion
 and precision choices beyond matmul auto-cast, memory fragmentation (bytes are exact, allocator overhead is not),
 and ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors.
+Transformers: ``device_map="neuron"``, ``.to("neuron")``, generate and training need no hook. ``device_map="auto"``
+is deliberately not switched on: Transformers/Accelerate pick Neuron only when ``find_spec("torch_neuronx")``
+succeeds, and faking that module would also switch on Trainer's Neuron defaults and shadow a real install.
 If a real torch-neuronx is installed, nothing is registered and ``SIMULATED`` is False (see ``NOT_REGISTERED_REASON``).
 """
 
@@ -30,7 +33,6 @@ if SIMULATED:
 
     _factories._check_dtype = lambda op, dtype: _policy.check_device_dtype(f"aten::{op}", dtype)
     from neuron_backend import compile_backend as _compile_backend  # noqa: F401  (registers backend="neuron")
-    from neuron_backend import hf_integration as _hf  # noqa: F401
 
 from neuron_backend.api import (  # noqa: E402
     compile_stats,
@@ -43,6 +45,7 @@ from neuron_backend.api import (  # noqa: E402
     set_cpu_fallback,
     set_numerics,
     set_profile,
+    unwrap_error,
 )
 
 __all__ = [
@@ -60,4 +63,5 @@ __all__ = [
     "set_numerics",
     "set_cpu_fallback",
     "set_profile",
+    "unwrap_error",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from neuron_backend import numerics, profiles, registration, stats
 from neuron_backend.config import CONFIG
+from neuron_backend.errors import NeuronUnsupportedOpError
 
 BACKEND_VERSION = "0.1.0"
 
@@ -82,3 +83,18 @@ def set_profile(name: str) -> None:
     profiles.load(name)  # validates
     CONFIG.profile = name
     _clear()
+
+
+def unwrap_error(exc: BaseException) -> NeuronUnsupportedOpError | None:
+    """The typed device error inside ``exc`` (itself, or wrapped by Dynamo's BackendCompilerFailed/graph break)."""
+    seen = set()
+    stack = [exc]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, NeuronUnsupportedOpError):
+            return e
+        stack += [getattr(e, "inner_exception", None), getattr(e, "neuron_error", None), e.__cause__, e.__context__]
+    return None

@@ -68,7 +68,7 @@ def _wrap_out(func, out, args, kwargs, core):
         for ri, idx in aliases:
             out[ri] = kwargs[idx] if isinstance(idx, str) else args[idx]
         for i, o in enumerate(out):
-            if type(o) is _Tensor:
+            if isinstance(o, _Tensor) and type(o) is not NeuronTensor:
                 out[i] = wrap(o, core)
         return tuple(out)
     t = type(out)
@@ -76,10 +76,12 @@ def _wrap_out(func, out, args, kwargs, core):
         return wrap(out, core)
     if t is tuple or t is list:
         return t(
-            wrap(o, core) if type(o) is _Tensor
-            else (t(wrap(x, core) for x in o) if type(o) in (list, tuple) and o and type(o[0]) is _Tensor else o)
+            wrap(o, core) if isinstance(o, _Tensor)
+            else (t(wrap(x, core) for x in o) if type(o) in (list, tuple) and o and isinstance(o[0], _Tensor) else o)
             for o in out
         )
+    if isinstance(out, _Tensor):  # a FakeTensor while Dynamo/AOT trace through the device
+        return wrap(out, core)
     return out
 
 
@@ -160,7 +162,29 @@ def dispatch(func, args, kwargs):
     if decision == policy.FALLBACK:
         stats.record_fallback(func, dtypes)
         return _wrap_out(func, numerics.host_result(func(*new_args, **new_kwargs)), args, kwargs, core)
-    raise policy.error_for(func, dtypes, _shapes(args, kwargs))
+    err = policy.error_for(func, dtypes, _shapes(args, kwargs))
+    if _tracing(new_args):
+        raise _graph_break(func, err)
+    raise err
+
+
+def _tracing(inner_args) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    for a in inner_args:
+        if isinstance(a, FakeTensor) or (isinstance(a, list) and any(isinstance(x, FakeTensor) for x in a)):
+            return True
+    return False
+
+
+def _graph_break(func, err: NeuronUnsupportedOpError) -> Exception:
+    """While Dynamo traces, an unsupported op becomes a graph break (like an op without a fake kernel), so the op
+    then runs eagerly and raises the typed error itself, instead of Dynamo burying it in a TorchRuntimeError."""
+    from torch._subclasses.fake_tensor import UnsupportedOperatorException
+
+    exc = UnsupportedOperatorException(func)
+    exc.neuron_error = err
+    return exc
 
 
 def _to_copy(func, args, kwargs):

@@ -38,7 +38,7 @@ def policy() -> str:
 
 
 def _round_bf16(t):
-    if type(t) is torch.Tensor and t.dtype is _F32:
+    if isinstance(t, torch.Tensor) and t.dtype is _F32:
         return t.to(_BF16).to(_F32)
     return t
 
@@ -59,7 +59,7 @@ def matmul(func, args: list, kwargs: dict):
 
 def int64_wrap(out):
     """Int64 values live on the device as int32 (neuronx-cc lowers 64-bit integers to 32 bits): wrap silently."""
-    if type(out) is torch.Tensor and out.dtype is _I64 and out.numel():
+    if isinstance(out, torch.Tensor) and out.dtype is _I64 and out.numel():
         return out.to(_I32).to(_I64)
     return out
 

@@ -66,10 +66,15 @@ def compile_stats() -> dict[str, int]:
     return dict(_compile)
 
 
-def record_compilation(recompile: bool, new_graph: bool) -> None:
+def record_compilation(recompile: bool) -> None:
+    """One Dynamo graph handed to the backend; ``recompile`` when its frame had been compiled before (guards failed)."""
     _compile["compilations"] += 1
     _compile["recompilations"] += int(recompile)
-    _compile["graphs"] += int(new_graph)
+
+
+def record_graph() -> None:
+    """One lowered aten graph (forward or backward) that passed the op-table check."""
+    _compile["graphs"] += 1
 
 
 def reset_compile_stats() -> None:

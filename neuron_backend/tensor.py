@@ -64,7 +64,10 @@ class NeuronTensor(torch.Tensor):
         return wrap(inner_tensors["_data"], meta)
 
     def untyped_storage(self) -> torch.UntypedStorage:
-        # save_pretrained/safetensors compare storages to find shared tensors; expose the real (host) storage.
+        # save_pretrained/safetensors compare storages to find shared tensors: expose the real (host) storage.
+        # Not while Dynamo/AOT fakify the wrapper: they memoise storages by identity and need the wrapper's own.
+        if torch._guards.TracingContext.try_get() is not None or type(self._data) is not torch.Tensor:
+            return super().untyped_storage()
         return self._data.untyped_storage()
 
     def tolist(self) -> Any:
