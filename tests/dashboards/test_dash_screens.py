@@ -13,12 +13,14 @@ PAGES = [
     ("blockers", "/blockers"),
     ("runs", "/runs"),
     ("submit", "/submit"),
+    ("run", "/runs/{neuron_latest}"),
+    ("diff", "/runs/diff?a={neuron_prev}&b={neuron_latest}"),
 ]
 
 
 @pytest.mark.parametrize(("name", "path"), PAGES)
-def test_page_renders(page, name: str, path: str) -> None:  # noqa: ANN001
-    resp = page.goto(path)
+def test_page_renders(page, run_ids, name: str, path: str) -> None:  # noqa: ANN001
+    resp = page.goto(path.format(**run_ids))
     assert resp.status == 200
     assert page.page.locator("h1").count() == 1
     page.shot(name)

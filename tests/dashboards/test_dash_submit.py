@@ -7,6 +7,17 @@ from datetime import UTC, datetime
 
 import pytest
 
+from compat.results import (
+    DEFAULT_CHECKS,
+    ArchitectureEntry,
+    Check,
+    DeviceInfo,
+    ResultRecord,
+    RunInfo,
+    Status,
+    Trigger,
+)
+
 pytestmark = pytest.mark.browser
 
 
@@ -47,10 +58,11 @@ def test_missing_or_wrong_token_is_rejected(page) -> None:  # noqa: ANN001
     assert page.page.locator("h1").inner_text() == "Submit a model"
 
 
-def test_good_id_is_accepted_and_the_page_follows_the_state(page, token: str, live, database_url: str,
-                                                          run_ids) -> None:  # noqa: ANN001
+def test_good_id_is_accepted_and_the_page_follows_the_state(page, token: str, live, database_url: str
+                                                          ) -> None:  # noqa: ANN001
     from service import db
     from service.models import Submission
+    from service.store import Store
 
     page.goto("/submit")
     _fill(page, "openai-community/gpt2", token)
@@ -69,12 +81,22 @@ def test_good_id_is_accepted_and_the_page_follows_the_state(page, token: str, li
 
     move("running")
     page.page.wait_for_function("document.querySelector('#sub-state').textContent === 'running'", timeout=10_000)
-    move("done", architecture="GPT2LMHeadModel", run_id=run_ids["neuron_latest"])
+    # The worker's one-architecture run, written through the store like any run.
+    store = Store(database_url)
+    entry = ArchitectureEntry(name="GPT2LMHeadModel", model_type="gpt2", rank=4, representative="openai-community/gpt2")
+    run = RunInfo(trigger=Trigger.SUBMISSION, device=DeviceInfo(name="neuron", simulated=True))
+    store.start_run(run, [entry], [(entry.name, "neuron", str(c)) for c in DEFAULT_CHECKS])
+    store.add_results(run.id, [ResultRecord(architecture=entry.name, rank=4, device="neuron", check=c,
+                                            status=Status.PASS if c != Check.TRAIN else Status.OOM)
+                               for c in DEFAULT_CHECKS])
+    store.finish_run(run.id)
+    move("done", architecture="GPT2LMHeadModel", run_id=run.id)
     # A final state reloads the page once, which then lists the run's results.
     page.page.wait_for_selector("#sub-status[data-state='done']", timeout=10_000)
     page.page.wait_for_selector("table tbody tr", timeout=10_000)
     assert page.page.locator("#sub-state").inner_text() == "done"
     api = page.page.request.get(page.base + f"/api/v1/submissions/{sub_id}").json()
     assert api["state"] == "done"
-    assert page.page.locator("table tbody tr").count() == len(api["results"]) > 0
+    assert page.page.locator("table tbody tr").count() == len(api["results"]) == len(DEFAULT_CHECKS)
+    assert page.page.locator('tbody .st[data-status="oom"]').count() == 1
     page.shot("submission-done")
