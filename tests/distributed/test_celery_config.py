@@ -1,0 +1,45 @@
+"""The Celery app's reliability settings, derived from compat settings, and the refusals for unsafe ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from compat.settings import Settings
+from worker.celery_app import ConfigError, beat_argv, celery_config, make_app, worker_argv
+
+
+def settings(**kw) -> Settings:
+    return Settings(broker_url="redis://127.0.0.1:6379/0", **kw)
+
+
+def test_reliability_settings():
+    conf = celery_config(settings(arch_timeout_s=300, task_hard_grace_s=30, visibility_timeout_s=600,
+                                  worker_max_tasks_per_child=7, worker_max_memory_mb=2048))
+    assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"] and conf["task_retry_on_worker_lost"]
+    assert conf["worker_prefetch_multiplier"] == 1
+    assert (conf["task_soft_time_limit"], conf["task_time_limit"]) == (300, 330)
+    assert conf["broker_transport_options"]["visibility_timeout"] == 600 > conf["task_time_limit"]
+    assert conf["worker_max_tasks_per_child"] == 7 and conf["worker_max_memory_per_child"] == 2048 * 1024  # KiB
+    assert conf["accept_content"] == ["json"] and conf["task_serializer"] == "json"
+    assert conf["result_backend"] == "redis://127.0.0.1:6379/0"  # defaults to the broker
+    assert conf["broker_connection_max_retries"] is None  # a Redis restart never ends a worker
+
+
+def test_the_defaults_are_consistent():
+    conf = celery_config(settings())
+    assert conf["broker_transport_options"]["visibility_timeout"] > conf["task_time_limit"]
+
+
+def test_unsafe_or_missing_configuration_is_refused():
+    with pytest.raises(ConfigError, match="must exceed the hard time limit"):
+        celery_config(settings(arch_timeout_s=300, task_hard_grace_s=30, visibility_timeout_s=330))
+    with pytest.raises(ConfigError, match="COMPAT_BROKER_URL"):
+        celery_config(Settings(broker_url=""))
+
+
+def test_app_registers_tasks_queue_and_schedule():
+    app = make_app(settings(celery_queue="q7"))
+    assert app.conf.task_default_queue == "q7" and "worker.tasks" in app.conf.include
+    assert app.conf.beat_schedule["nightly-sweep"]["options"] == {"queue": "q7"}
+    assert "--queues=q7" in worker_argv(settings(celery_queue="q7"), concurrency=2)
+    assert beat_argv(settings(var_dir="/tmp/x"))[-1] == "--schedule=/tmp/x/celerybeat-schedule"

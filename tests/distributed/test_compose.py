@@ -1,0 +1,120 @@
+"""docker-compose.yml, run without Docker: each service's command and healthcheck, exactly as written there,
+as processes against the Redis and PostgreSQL running here (hosts and ports mapped, nothing else changed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shelve
+import socket
+import subprocess
+import time
+
+import yaml
+from conftest import REPO, VENV_BIN, free_port
+
+from compat.results import ArchitectureEntry
+from compat.settings import Settings
+from worker.catalog import Catalog, write_snapshot
+from worker.celery_app import NIGHTLY_TASK
+
+COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+
+
+def service(name: str) -> dict:
+    return COMPOSE["services"][name]
+
+
+def shell_of(cmd: list[str] | str) -> str:
+    """A healthcheck's test as a shell line; compose turns $$ into a literal $."""
+    if isinstance(cmd, str):
+        return cmd
+    kind, *rest = cmd
+    line = rest[0] if kind == "CMD-SHELL" else subprocess.list2cmdline(rest)
+    return line.replace("$$", "$")
+
+
+def test_compose_env_names_only_real_settings_and_services_have_health_and_restart():
+    fields = {f"COMPAT_{n.upper()}" for n in Settings.model_fields}
+    for name in ("migrate", "api", "worker", "beat"):
+        env = service(name)["environment"]
+        assert set(env) <= fields, set(env) - fields
+        Settings(**{k.removeprefix("COMPAT_").lower(): v.split(":-")[-1].rstrip("}") if v.startswith("${") else v
+                    for k, v in env.items()})  # every default value parses
+    for name in ("redis", "postgres", "api", "worker", "beat"):
+        assert service(name)["restart"] == "unless-stopped" and "healthcheck" in service(name)
+    assert service("migrate")["restart"] == "no"
+    for name in ("api", "worker", "beat"):
+        assert service(name)["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+    # Scalable: nothing that would collide between worker replicas.
+    assert not {"container_name", "ports", "hostname"} & set(service("worker"))
+    assert "--appendonly" in service("redis")["command"]
+
+
+def test_compose_services_run_as_processes(shared_redis, pg_url, make_cluster):
+    cluster = make_cluster(shared_redis, pg_url)
+    snapshot = cluster.tmp / "snapshot.json"
+    write_snapshot(Catalog(source="hub", snapshot_id=None, entries=[
+        ArchitectureEntry(name="LlamaForCausalLM", model_type="llama", rank=1),
+        ArchitectureEntry(name="GPT2LMHeadModel", model_type="gpt2", rank=2)]), snapshot, endpoint="test", limit=2)
+    plan_file = cluster.tmp / "fake-plan.json"
+    plan_file.write_text(json.dumps({"marker_dir": str(cluster.markers)}))
+    port = free_port()
+
+    def env_for(name: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COMPAT_")}
+        env |= {k: v for k, v in service(name)["environment"].items() if not v.startswith("${")}
+        env |= cluster.env()  # compose hostnames -> local servers; a private queue, schema and var dir
+        env["COMPAT_RESULT_BACKEND"] = env["COMPAT_BROKER_URL"]
+        assert "redis:6379" not in str(env) and "@postgres:" not in str(env)
+        env |= {"COMPAT_CATALOG_SOURCE": "snapshot", "COMPAT_CATALOG_SNAPSHOT": str(snapshot),
+                "FAKEARCH_PLAN": str(plan_file), "HOSTNAME": socket.gethostname(),
+                "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+        return env
+
+    def command(name: str) -> list[str]:
+        return [str(port) if a == "8000" else a for a in service(name)["command"]]
+
+    def health(name: str) -> subprocess.CompletedProcess:
+        line = shell_of(service(name)["healthcheck"]["test"]).replace(":8000/", f":{port}/")
+        return subprocess.run(["sh", "-c", line], env=env_for(name), cwd=REPO, capture_output=True, text=True,
+                              timeout=60)
+
+    migrate = subprocess.run(command("migrate"), env=env_for("migrate"), cwd=REPO, capture_output=True, text=True,
+                             timeout=120)
+    assert migrate.returncode == 0, migrate.stdout + migrate.stderr
+
+    procs = {}
+    for name in ("api", "worker", "beat"):
+        log = (cluster.tmp / f"{name}.log").open("w")
+        procs[name] = subprocess.Popen(command(name), env=env_for(name), cwd=REPO, stdout=log,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+    cluster.workers.update(procs)  # stopped (SIGTERM, then SIGKILL) by the fixture
+    deadline = time.monotonic() + 90
+    while any(marker not in cluster.log(n) for n, marker in
+              (("worker", "ready."), ("beat", "beat: Starting"), ("api", "Application startup complete"))):
+        assert all(p.poll() is None for p in procs.values()), {n: cluster.log(n)[-2000:] for n in procs}
+        assert time.monotonic() < deadline, {n: cluster.log(n)[-2000:] for n in procs}
+        time.sleep(0.2)
+    for name in ("api", "worker", "beat"):
+        check = health(name)
+        assert check.returncode == 0, (name, check.stdout, check.stderr)
+    # Beat persisted its schedule: the nightly sweep at the default 02:00 UTC, on the workers' queue.
+    with shelve.open(str(cluster.tmp / "var" / "celerybeat-schedule"), "r") as state:
+        nightly = state["entries"]["nightly-sweep"]
+    assert nightly.task == NIGHTLY_TASK and nightly.options["queue"] == cluster.settings.celery_queue
+    assert nightly.schedule.hour == {2} and nightly.schedule.minute == {0}
+
+    # What beat sends at 02:00, sent now: the worker plans the nightly from the catalog and fans it out.
+    from service.store import Store
+
+    store = Store(pg_url)
+    cluster.app().send_task(NIGHTLY_TASK, queue=cluster.settings.celery_queue)
+    run_id = None
+    while run_id is None or len(store.run_results(run_id)) < 8:
+        assert time.monotonic() < deadline + 60, cluster.log("worker")[-3000:]
+        run_id = store.last_run_id("neuron", trigger="nightly")
+        time.sleep(0.3)
+    assert {(r.architecture, str(r.check)) for r in store.run_results(run_id)} == {
+        (a, c) for a in ("LlamaForCausalLM", "GPT2LMHeadModel") for c in ("load", "forward", "generate", "train")}
+    assert store.finish_run(run_id) == "complete"
