@@ -50,7 +50,7 @@ def submission_entry(sub: dict[str, Any]) -> ArchitectureEntry:
                              representative=sub["model_id"], config=cfg)
 
 
-def run_submission(submission_id: int, database_url: str) -> str:
+def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
     """Run one submission to its end state; returns the submission's final state."""
     from service.store import Store
 
@@ -67,8 +67,9 @@ def run_submission(submission_id: int, database_url: str) -> str:
         entry = submission_entry(sub)
         store.set_submission_state(submission_id, "running", architecture=entry.name)
         settings = get_settings()
-        # jobs=1: the architecture still runs in an isolated, time- and memory-limited process.
-        report = run_sweep([entry], settings.device, list(DEFAULT_CHECKS), jobs=1,
+        # jobs=1: the architecture still runs in an isolated, time- and memory-limited process. A Celery task
+        # passes jobs=0: its pool process is that isolation already (and may not fork children of its own).
+        report = run_sweep([entry], settings.device, list(DEFAULT_CHECKS), jobs=jobs,
                            trigger=Trigger.SUBMISSION, store=store, catalog_source="submission")
         store.set_submission_state(submission_id, "done", run_id=report.run.id)
         return "done"

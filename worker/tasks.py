@@ -127,4 +127,25 @@ def run_submission_task(*, submission_id: int, database_url: str) -> str:
     """A user's submitted architecture (POST /submissions) run on the cluster; returns its final state."""
     from worker.interface import run_submission
 
-    return run_submission(submission_id, database_url)
+    # jobs=0: run in this pool process, which Celery already isolates and time-limits; a daemonic pool process
+    # may not start the sweep's own worker processes.
+    return run_submission(submission_id, database_url, jobs=0)
+
+
+@task_failure.connect
+def fail_lost_submission(sender: Any = None, exception: BaseException | None = None,
+                         kwargs: dict[str, Any] | None = None, **_: Any) -> None:
+    """In the worker's main process: a submission whose pool process died or hit the hard limit is marked failed
+    with the reason, instead of showing `running` forever."""
+    if getattr(sender, "name", None) != SUBMISSION_TASK or not kwargs:
+        return
+    if not isinstance(exception, TimeLimitExceeded | WorkerLostError):
+        return
+    from service import db
+
+    store = store_for(kwargs["database_url"])
+    try:
+        store.set_submission_state(kwargs["submission_id"], "failed", error=f"{type(exception).__name__}: {exception}")
+    finally:
+        store_for.cache_clear()
+        db.dispose_engine(store.database_url)
