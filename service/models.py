@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -121,6 +122,7 @@ class Result(Base):
     error_traceback: Mapped[str | None] = mapped_column(Text)
     reason: Mapped[str | None] = mapped_column(Text)
     fallback_ops: Mapped[list[str]] = mapped_column(JSON, default=list)
+    has_fallback: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     known_issue: Mapped[str | None] = mapped_column(Text)
     duration_s: Mapped[float] = mapped_column(Float, default=0.0)
     peak_mem_mb: Mapped[float | None] = mapped_column(Float)

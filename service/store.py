@@ -59,6 +59,7 @@ def record_to_row(run_id: str, rec: ResultRecord) -> dict:
         "error_traceback": rec.error.traceback if rec.error else None,
         "reason": rec.reason,
         "fallback_ops": list(rec.fallback_ops),
+        "has_fallback": bool(rec.fallback_ops),
         "known_issue": rec.known_issue,
         "duration_s": rec.duration_s,
         "peak_mem_mb": rec.peak_mem_mb,

@@ -120,3 +120,17 @@ def test_rollup_cache_follows_late_writes(db_url: str) -> None:
     with db.session_scope(db_url) as s:
         assert queries.coverage(s, run_id=run_id).items[0].supported == 3
         assert [e.name for e in queries.list_architectures(s, status="timeout").items] == ["Qwen2ForCausalLM"]
+
+
+def test_fallback_counts_as_supported_with_fallback(db_url: str) -> None:
+    store = Store(db_url)
+    run = make_run()
+    store.start_run(run, ARCHS[:2], [])
+    store.add_results(run.id, [rec(a.name, c, fallback_ops=["aten::sort (Float)"] if a.rank == 1 else [])
+                               for a in ARCHS[:2] for c in (Check.LOAD, Check.FORWARD, Check.GENERATE)])
+    store.finish_run(run.id)
+    with db.session_scope(db_url) as s:
+        cov = queries.coverage(s, run_id=run.id).items[0]
+        assert (cov.supported, cov.supported_with_fallback) == (2, 1)
+        rows = queries.list_architectures(s).items
+        assert [(r.name, r.fallback) for r in rows] == [("LlamaForCausalLM", True), ("Qwen2ForCausalLM", False)]

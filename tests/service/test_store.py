@@ -93,3 +93,28 @@ def test_op_traces_upsert(db_url: str) -> None:
                                  OpTrace(architecture="GPT2LMHeadModel", ops=[])])
     assert store.op_traces(run.id) == [OpTrace(architecture="GPT2LMHeadModel", ops=[]),
                                        OpTrace(architecture="LlamaForCausalLM", ops=["aten::bmm (Float)"])]
+
+
+def test_migration_0004_backfills_has_fallback(db_url: str) -> None:
+    from alembic import command
+    from sqlalchemy import text
+
+    cfg = db._alembic_config(db_url)
+    with db.get_engine(db_url).begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0003")
+    with db.get_engine(db_url).begin() as conn:
+        conn.execute(text("INSERT INTO devices (name, simulated, description, torch_version, backend_version, "
+                          "details) VALUES ('neuron', false, '', '', '', '{}')"))
+        conn.execute(text("INSERT INTO runs (id, trigger, device, catalog_source, versions, checks, device_info, "
+                          "started, state, planned_count) VALUES ('r', 'manual', 'neuron', 'x', '{}', '[]', '{}', "
+                          "'2026-01-01', 'complete', 0)"))
+        for i, ops in enumerate(('[]', '["aten::sort (Float)"]')):
+            conn.execute(text("INSERT INTO results (run_id, architecture, device, \"check\", status, metrics, "
+                              "fallback_ops, duration_s) VALUES ('r', :a, 'neuron', 'load', 'pass', '{}', :ops, 0)"),
+                         {"a": f"A{i}", "ops": ops})
+    db._upgraded.discard(db_url)
+    db.upgrade(db_url)
+    with db.session_scope(db_url) as s:
+        got = dict(s.execute(select(Result.architecture, Result.has_fallback)).all())
+    assert got == {"A0": False, "A1": True}
