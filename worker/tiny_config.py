@@ -293,6 +293,11 @@ def shrink_dict(d: dict[str, Any], keep: list[int] | None = None, parent_vocab: 
     ranks = token_ranks(d) if ranks is None else ranks
     out: dict[str, Any] = {}
     vocab = d.get("vocab_size")
+    if not _is_int(vocab) and parent_vocab is None:
+        # A composite config's token ids (image_token_id, ...) index its text config's vocabulary.
+        text = d.get("text_config") or next((v for v in d.values() if isinstance(v, dict) and
+                                             _is_int(v.get("vocab_size"))), {})
+        vocab = text.get("vocab_size") if isinstance(text, dict) else None
     own_vocab = (vocab, _shrink_field("vocab_size", vocab, d)) if _is_int(vocab) else parent_vocab
     for name, value in d.items():
         if name == "per_layer_config" and isinstance(value, dict):

@@ -51,6 +51,7 @@ class FakeHub:
     def __init__(self, models: list[tuple[str, int, bytes | None]], page_size: int = 4) -> None:
         self.models = models
         self.page_size = page_size
+        self.list_status: int | None = None  # set to make the listing endpoint fail with this HTTP status
         self.requests: list[tuple[str, str, dict[str, str]]] = []  # (method, path+query, headers)
         hub = self
 
@@ -69,6 +70,9 @@ class FakeHub:
                     self._send(404, b'{"error": "not found"}')
 
             def _list(self, query: dict[str, list[str]]) -> None:
+                if hub.list_status is not None:
+                    self._send(hub.list_status, b'{"error": "denied"}')
+                    return
                 if query.get("pipeline_tag") != ["text-generation"] or query.get("sort") != ["downloads"]:
                     self._send(400, b'{"error": "unexpected query"}')
                     return
@@ -105,7 +109,8 @@ class FakeHub:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
 
     def __enter__(self) -> FakeHub:
         self.thread.start()
