@@ -19,15 +19,15 @@ _Tensor = torch.Tensor
 # so each op pays the table lookup, decomposition probe and dtype rules once per process.
 _decisions: dict[tuple, int] = {}
 # op -> ((return index, positional arg index or kwarg name), ...) for returns that alias a mutated input.
-_write_aliases: dict[torch._ops.OpOverload, tuple] = {}
+_write_aliases: dict[int, tuple] = {}
 
 # Ops that may legitimately see a host tensor with data (device transfer, and indices a device copies over).
-_MIXED_OK = {aten.copy_.default, aten._to_copy.default, aten.index.Tensor, aten.index_put_.default,
-             aten.index_put.default, aten._index_put_impl_.default, aten.lift_fresh.default}
+_MIXED_OK = {id(op) for op in (aten.copy_.default, aten._to_copy.default, aten.index.Tensor, aten.index_put_.default,
+                               aten.index_put.default, aten._index_put_impl_.default, aten.lift_fresh.default)}
 
 
 def _write_alias_map(func) -> tuple:
-    found = _write_aliases.get(func)
+    found = _write_aliases.get(id(func))
     if found is not None:
         return found
     result = []
@@ -42,7 +42,7 @@ def _write_alias_map(func) -> tuple:
                 result.append((ri, arg.name if arg.kwarg_only else ai))
                 break
     found = tuple(result)
-    _write_aliases[func] = found
+    _write_aliases[id(func)] = found
     return found
 
 
@@ -57,7 +57,7 @@ def _shapes(args, kwargs) -> list[tuple[int, ...]]:
 
 
 def _wrap_out(func, out, args, kwargs, core):
-    aliases = _write_aliases.get(func)
+    aliases = _write_aliases.get(id(func))
     if aliases is None:
         aliases = _write_alias_map(func)
     if aliases:
@@ -93,7 +93,9 @@ def _mixed_device(func, a) -> RuntimeError:
 
 
 def dispatch(func, args, kwargs):
-    special = _SPECIAL.get(func)
+    # Caches are keyed by id(func): OpOverloads are per-process singletons and their __hash__ is Python code.
+    fid = id(func)
+    special = _SPECIAL.get(fid)
     if special is not None:
         return special(func, args, kwargs)
     core = -1
@@ -121,7 +123,7 @@ def dispatch(func, args, kwargs):
             else:
                 new_args.append(a)
         elif t is _Tensor or isinstance(a, _Tensor):
-            if a.dim() > 0 and func not in _MIXED_OK:
+            if a.dim() > 0 and fid not in _MIXED_OK:
                 raise _mixed_device(func, a)
             new_args.append(a)
         else:
@@ -144,13 +146,13 @@ def dispatch(func, args, kwargs):
         new_kwargs = kwargs
     if core < 0:
         core = 0
-    key = (func, *dtypes)
+    key = (fid, *dtypes)
     decision = _decisions.get(key)
     if decision is None:
         decision = policy.decide(func, dtypes, args, kwargs)
         _decisions[key] = decision
-    if decision == policy.NATIVE:
-        return _wrap_out(func, func(*new_args, **new_kwargs), args, kwargs, core)
+    if decision == 0:  # policy.NATIVE; func._op skips OpOverload.__call__'s extra Python frame
+        return _wrap_out(func, func._op(*new_args, **new_kwargs), args, kwargs, core)
     if decision == policy.MATMUL:
         out = numerics.matmul(func, new_args, new_kwargs)
         return _wrap_out(func, out, args, kwargs, core)
@@ -222,9 +224,9 @@ def _local_scalar_dense(func, args, kwargs):
 
 
 _SPECIAL = {
-    aten._to_copy.default: _to_copy,
-    aten.copy_.default: _copy_,
-    aten._local_scalar_dense.default: _local_scalar_dense,
+    id(aten._to_copy.default): _to_copy,
+    id(aten.copy_.default): _copy_,
+    id(aten._local_scalar_dense.default): _local_scalar_dense,
 }
 
 
