@@ -111,7 +111,7 @@ def main() -> int:
         server.wait(timeout=30)
     ok = True
     print(f"{'endpoint':<24}{'p50 ms':>10}{'p99 ms':>10}{'target p99':>12}  (n={args.requests}, "
-          f"concurrency={args.concurrency})")
+          f"concurrency={args.concurrency}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     for name, r in results.items():
         met = r["p99_ms"] <= TARGETS_MS[name]
         ok &= met
