@@ -48,6 +48,11 @@ OVERRIDES: dict[str, dict[str, Any]] = {
     "xlstm": {"num_blocks": 2, "hidden_size": 128, "embedding_dim": 128},
     # Hybrid layers share one transformer block whose weights are tied across them: keep two hybrid layers (2, 7).
     "zamba": {"__layers__": [0, 2, 3, 7]},
+    # X-MOD routes through per-language adapters and refuses input without a language.
+    "xmod": {"default_language": "en_XX"},
+    # HRM's cache has num_layers_per_stack * H_cycles * (L_cycles + 1) slots, which must equal num_hidden_layers.
+    "hrm_text": {"num_layers_per_stack": 2, "H_cycles": 2, "L_cycles": 1, "L_bp_cycles": [1],
+                 "num_hidden_layers": 8},
     "gemma3n_text": {"__layers__": [0, 4, 15, 19], "num_kv_shared_layers": 2},
 }
 
