@@ -1,10 +1,11 @@
 """The CPU side of every check: fp32 reference runs (twice), the fp64 golden run, the policy-precision reference.
 
-Also records the architecture's op trace. Everything here runs on CPU; a failure here is ``reference_fail``.
+Also records the architecture's op trace, and emulates the device's numerics policy on CPU (Bf16MatmulMode). Everything here runs on CPU; a failure here is ``reference_fail``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 from collections.abc import Callable
@@ -14,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoModelForCausalLM, GenerationConfig
 
 from worker import judge
@@ -96,11 +99,41 @@ def train_step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], device: 
     return {"loss": loss.detach().cpu().reshape(1), "grads": grads, "params": updated}
 
 
-def _autocast(policy: str):  # noqa: ANN202 - a context manager
-    # bf16_matmul = matmul-class ops in bf16; CPU autocast(bfloat16) is exactly that set of ops in bf16.
-    if policy in judge.REDUCED_POLICIES:
-        return torch.autocast("cpu", dtype=torch.bfloat16)
-    return torch.autocast("cpu", enabled=False)
+# neuronx-cc's default `--auto-cast matmult`: TensorEngine (matrix-multiply family) ops take bf16 operands and
+# accumulate in fp32. Op -> positions of its two operands.
+MATMUL_OPERANDS: dict[str, tuple[int, int]] = {
+    "aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::addmm": (1, 2), "aten::baddbmm": (1, 2),
+    "aten::addbmm": (1, 2), "aten::matmul": (0, 1), "aten::linear": (0, 1), "aten::convolution": (0, 1),
+    "aten::_convolution": (0, 1), "aten::dot": (0, 1), "aten::mv": (0, 1), "aten::addmv": (1, 2),
+}
+
+
+class Bf16MatmulMode(TorchDispatchMode):
+    """CPU emulation of the ``bf16_matmul`` policy: fp32 matmul operands rounded to bf16, product in fp32.
+
+    Rounding operands then multiplying in fp32 is exactly "bf16 inputs, fp32 accumulation" (a bf16*bf16 product is
+    exact in fp32), so the reference carries the same rounding the policy allows and no more; outputs stay fp32,
+    unlike CPU autocast, whose bf16 outputs break models that mix dtypes (index_add, scatter).
+    """
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
+        pos = MATMUL_OPERANDS.get(func._schema.name)
+        if pos is not None:
+            args = list(args)
+            for i in pos:
+                if i < len(args) and isinstance(args[i], torch.Tensor) and args[i].dtype == torch.float32:
+                    args[i] = args[i].to(torch.bfloat16).to(torch.float32)
+        return func(*args, **(kwargs or {}))
+
+
+def _policy_mode(policy: str) -> contextlib.AbstractContextManager:
+    if policy not in judge.REDUCED_POLICIES:
+        return contextlib.nullcontext()
+    stack = contextlib.ExitStack()
+    # The math SDPA backend spells attention as bmm/baddbmm, so its matmuls are rounded like every other one.
+    stack.enter_context(sdpa_kernel(SDPBackend.MATH))
+    stack.enter_context(Bf16MatmulMode())
+    return stack
 
 
 @dataclass
@@ -113,7 +146,7 @@ class Reference:
     model: torch.nn.Module
     inputs: dict[str, torch.Tensor]
     logits: torch.Tensor  # fp32 CPU run
-    policy_logits: torch.Tensor  # CPU run at the device's policy precision (== logits for fp32)
+    policy_logits: torch.Tensor  # CPU run under the device's policy (Bf16MatmulMode for bf16_matmul)
     golden_logits: torch.Tensor | None  # fp64 CPU run; None when the model cannot run in fp64
     determinism: judge.Verdict
     recorder: OpRecorder = field(default_factory=OpRecorder)
@@ -145,7 +178,7 @@ class Reference:
             try:
                 fp32 = self.traced(lambda: train_step(copy.deepcopy(self.model), self.inputs))
                 if self.policy in judge.REDUCED_POLICIES:
-                    with _autocast(self.policy):
+                    with _policy_mode(self.policy):
                         pol = train_step(copy.deepcopy(self.model), self.inputs)
                 else:
                     pol = fp32
@@ -189,7 +222,7 @@ def prepare_reference(path: Path, policy: str, seed: int) -> Reference:
     policy_logits = run1
     if policy in judge.REDUCED_POLICIES:
         try:
-            with _autocast(policy):
+            with _policy_mode(policy):
                 policy_logits = forward_logits(model, inputs).float()
         except Exception as exc:
             raise ReferenceFailure(f"reference {policy} forward failed: {type(exc).__name__}: {exc}") from exc

@@ -95,8 +95,9 @@ def run_architecture(
         for rec in recs:
             print(f"[compat] {rec.check}: {rec.status}" + (f" ({rec.reason})" if rec.reason else "")
                   + (f" [{rec.blocking_op}]" if rec.blocking_op else ""), flush=True)
-            if rec.error is not None and rec.error.traceback:
-                print(rec.error.traceback, flush=True)
+            if rec.error is not None:  # the full traceback is in rec.error; the log gets the headline
+                print(f"[compat]   {rec.error.type}: {rec.error.message.splitlines()[0] if rec.error.message else ''}",
+                      flush=True)
             if emit is not None:
                 emit("record", rec.model_dump(mode="json"))
         done.extend(recs)

@@ -107,3 +107,17 @@ def test_judge_all_first_failure_wins_and_metrics_are_prefixed() -> None:
     v = judge.judge_all({"loss": ok, "grads": bad})
     assert v.status == Status.MISMATCH and v.reason == "grads off"
     assert v.metrics == {"loss.x": 1, "grads.x": 2}
+
+
+def test_bf16_matmul_emulation_rounds_matmul_operands_only() -> None:
+    from worker.reference import Bf16MatmulMode
+
+    a = torch.randn(8, 16, generator=torch.Generator().manual_seed(0))
+    b = torch.randn(16, 4, generator=torch.Generator().manual_seed(1))
+    with Bf16MatmulMode():
+        got = a @ b
+        summed = a + 1e-3  # not a matmul: untouched
+    want = a.bfloat16().float() @ b.bfloat16().float()  # bf16 operands, fp32 accumulation
+    assert got.dtype == torch.float32 and torch.equal(got, want)
+    assert not torch.equal(got, a @ b)
+    assert torch.equal(summed, a + 1e-3)
