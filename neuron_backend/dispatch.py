@@ -159,7 +159,7 @@ def dispatch(func, args, kwargs):
     if decision == policy.INT64_OP:
         out = func(*new_args, **new_kwargs)
         return _wrap_out(func, numerics.int64_wrap(out), args, kwargs, core)
-    if decision == policy.DECOMPOSE:
+    if decision == policy.DECOMPOSE or decision == policy.COMPOSITE:
         return policy.run_decomposition(func, dtypes, args, kwargs, _shapes)
     if decision == policy.FALLBACK:
         stats.record_fallback(func, dtypes)

@@ -1,0 +1,37 @@
+"""Fixtures of the neuron_backend tests: the registered device, and settings restored after every test.
+
+Tests switch numerics, fallback and profile in-process; this puts them back so test order never matters.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import neuron_backend
+from neuron_backend.config import CONFIG
+
+
+@pytest.fixture(autouse=True)
+def _restore_device_settings():
+    saved = (CONFIG.autocast_matmul, CONFIG.cpu_fallback, CONFIG.profile, CONFIG.memory_per_core)
+    yield
+    neuron_backend.set_numerics(saved[0])
+    neuron_backend.set_cpu_fallback(saved[1])
+    neuron_backend.set_profile(saved[2])
+    CONFIG.memory_per_core = saved[3]
+    neuron_backend.reset_fallback_ops()
+
+
+@pytest.fixture
+def exact_numerics():
+    """fp32 numerics: device results must then equal the CPU's (same kernels run on the host)."""
+    neuron_backend.set_numerics(False)
+    yield
+    neuron_backend.set_numerics(True)
+
+
+@pytest.fixture
+def dev() -> torch.device:
+    assert neuron_backend.SIMULATED, neuron_backend.NOT_REGISTERED_REASON
+    return torch.device("neuron:0")
