@@ -7,7 +7,6 @@ patterns (``worker.layer_pattern``), the per-architecture ``worker.overrides`` t
 from __future__ import annotations
 
 import copy
-import json
 import warnings
 from typing import Any
 
@@ -357,7 +356,3 @@ def count_params(config: PretrainedConfig, cls: type | None = None) -> int:
             raise TinyConfigError(f"cannot instantiate {cls.__name__}: {type(exc).__name__}: {exc}") from exc
     return sum(p.numel() for p in model.parameters())
 
-
-def describe(config: PretrainedConfig) -> str:
-    """The tiny config as stable JSON (for repro scripts and logs)."""
-    return json.dumps(config.to_diff_dict(), sort_keys=True, default=str)

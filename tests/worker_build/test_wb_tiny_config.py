@@ -47,8 +47,12 @@ def test_moe_routing_is_kept_small(isolated_settings):
     assert ds.n_routed_experts % ds.n_group == 0 and ds.topk_group <= ds.n_group
     assert ds.qk_head_dim == ds.qk_nope_head_dim + ds.qk_rope_head_dim  # MLA dims stay consistent
     qwen = shrink(entry("Qwen2MoeForCausalLM"))
-    assert qwen.num_experts == 4 and qwen.router_jitter_noise == 0.0 if hasattr(qwen, "router_jitter_noise") \
-        else qwen.num_experts == 4
+    assert qwen.num_experts == 4 and qwen.num_experts_per_tok == 2
+    # Random router jitter would make two float32 CPU forwards differ: it is zeroed.
+    jittery = shrink(entry("MixtralForCausalLM", config={
+        "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "router_jitter_noise": 0.1,
+        "num_local_experts": 8, "num_experts_per_tok": 2}))
+    assert jittery.router_jitter_noise == 0.0
 
 
 def test_sliding_window_is_shorter_than_a_generation(isolated_settings):
