@@ -110,6 +110,26 @@ def current_revision(database_url: str | None = None) -> str | None:
 _upgraded: set[str] = set()
 
 
+@contextmanager
+def _migration_lock(url: str) -> Iterator[None]:
+    """Serialise migrations across processes. SQLite runs DDL outside transactions (pysqlite autocommits it),
+    so two processes migrating one fresh file would interleave: an exclusive lock file next to the DB prevents it."""
+    parsed = make_url(url)
+    db_path = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if not db_path or db_path == ":memory:" or db_path.startswith("file:"):
+        yield
+        return
+    import fcntl
+
+    Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{db_path}.migrate-lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def upgrade(database_url: str | None = None) -> str:
     """Bring the schema to the newest migration (no-op when already there); returns the head revision."""
     from alembic import command
@@ -120,8 +140,13 @@ def upgrade(database_url: str | None = None) -> str:
         _upgraded.add(url)
         return head
     cfg = _alembic_config(url)
-    with get_engine(url).begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    with _migration_lock(url):
+        # Re-check under the lock: another process may have migrated while we waited.
+        if current_revision(url) != head:
+            with get_engine(url).begin() as conn:
+                if conn.dialect.name == "postgresql":  # PG DDL is transactional: a tx lock serialises it
+                    conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7270001)")
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
     _upgraded.add(url)
     return head

@@ -118,3 +118,22 @@ def test_migration_0004_backfills_has_fallback(db_url: str) -> None:
     with db.session_scope(db_url) as s:
         got = dict(s.execute(select(Result.architecture, Result.has_fallback)).all())
     assert got == {"A0": False, "A1": True}
+
+
+def test_concurrent_first_migrations_all_succeed(tmp_path) -> None:
+    """Server and sweep processes may open a fresh DB at the same moment; every one must end at head."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    import time
+
+    # Imports first, then all start migrating at the same instant (without the lock this fails most runs).
+    start = time.time() + 4
+    code = (f"import time; from service import db; time.sleep(max(0, {start} - time.time())); "
+            f"print(db.upgrade({url!r}))")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [e for _, e in outs]
+    assert {o.strip() for o, _ in outs} == {db.head_revision()}
