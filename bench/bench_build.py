@@ -51,6 +51,14 @@ def run_one(entry, workdir: Path) -> dict:
         times["forward"] = (time.perf_counter() - t) / 2
         if not torch.equal(a, b):
             return {"status": "nondeterministic", "stage": stage, "times": times, "n_params": built.n_params}
+        # A second load must give the same logits: a weight missing from the checkpoint would be randomly
+        # re-initialised on every load and the device run would never match the reference.
+        again = getattr(transformers, built.model_class).from_pretrained(built.path, device_map="cpu").eval()
+        with torch.no_grad():
+            c = again(input_ids=ids).logits
+        if not torch.equal(a, c):
+            return {"status": "reload_differs", "stage": "load", "times": times, "n_params": built.n_params,
+                    "error": f"max abs diff {(a - c).abs().max().item():.3g} between two loads"}
         if not torch.isfinite(a).all():
             return {"status": "nonfinite", "stage": stage, "times": times, "n_params": built.n_params}
         stage = "generate"
