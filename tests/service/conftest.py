@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+# Test modules import ``svc_helpers`` from this directory; make that work under any --import-mode.
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
 
 PG_BASE = "postgresql+psycopg://{user}@127.0.0.1:5432/test"
 
