@@ -20,13 +20,15 @@ class KnownIssue(BaseModel):
     architecture: str  # class name, e.g. "MambaForCausalLM", or "*" for any
     check: str | None = None  # None = any check
     device: str | None = None  # None = any device; "neuron" matches "neuron" only
+    op: str | None = None  # only failures whose blocking op is this aten op (any dtype), e.g. "aten::histc"
     reason: str
     link: str | None = None
 
     def matches(self, rec: ResultRecord) -> bool:
         return (self.architecture in ("*", rec.architecture)
                 and self.check in (None, str(rec.check))
-                and self.device in (None, rec.device.split(":")[0]))
+                and self.device in (None, rec.device.split(":")[0])
+                and (self.op is None or (rec.blocking_op or "").split(" (")[0] == self.op))
 
     def label(self) -> str:
         return f"{self.reason} ({self.link})" if self.link else self.reason

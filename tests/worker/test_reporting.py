@@ -60,3 +60,17 @@ def test_blockers_rank_by_architectures_blocked_and_count_sole_unlocks() -> None
     assert histc.variants == ["aten::histc (Int)", "aten::histc (Long)"]
     assert histc.message == "implement aten::histc to unlock 1 architecture(s) (blocks 3)"
     assert ranked[1].unlocks == ["C"]
+
+
+def test_known_issues_mark_matching_failures_only() -> None:
+    from worker.known_issues import annotate, load_known_issues
+
+    issues = load_known_issues()  # the shipped file must parse
+    recs = [rec("Qwen3MoeForCausalLM", "forward", "unsupported_dtype", "aten::histc (Int)"),
+            rec("Qwen3MoeForCausalLM", "forward", "unsupported_op", "aten::cumsum (Long)"),
+            rec("LlamaForCausalLM", "forward", "pass")]
+    out = annotate(recs, issues)
+    assert out[0].known_issue and "histc" in out[0].known_issue
+    assert out[1].known_issue is None and out[2].known_issue is None
+    on_cpu = recs[0].model_copy(update={"device": "cpu"})
+    assert annotate([on_cpu], issues)[0].known_issue is None  # the histc entry is for neuron only
