@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     # Hard time limit of one architecture task = arch_timeout_s (the soft limit) + this grace.
     task_hard_grace_s: float = Field(30.0, gt=0)
     # Redis redelivers an unacked task after this long; must exceed the hard time limit (checked).
-    visibility_timeout_s: float = Field(3600.0, gt=0)
+    visibility_timeout_s: float = Field(600.0, gt=0)
     restore_interval_s: float = Field(10.0, gt=0)  # how often workers sweep for abandoned tasks
     crash_retries: int = Field(2, ge=0, le=20)  # reruns of a task whose process died, then `crash`
     worker_max_tasks_per_child: int = Field(50, ge=1)
