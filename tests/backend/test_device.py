@@ -1,0 +1,121 @@
+"""Registration and tensor plumbing of the neuron device: device module, factories, transfers, autograd, optimizer,
+mixed-device errors, host syncs, and the settings/info API the harness reads.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import neuron_backend
+from neuron_backend import registration
+
+
+def test_registered_as_privateuse1(dev):
+    assert neuron_backend.SIMULATED is True
+    assert torch._C._get_privateuse1_backend_name() == "neuron"
+    assert torch.neuron.is_available() and torch.neuron.device_count() == 2
+    assert torch.device("neuron:1").index == 1
+    assert registration.register() is True  # idempotent
+
+
+def test_device_module_api(dev):
+    torch.neuron.set_device(1)
+    assert torch.neuron.current_device() == 1
+    torch.neuron.set_device(0)
+    torch.neuron.synchronize()
+    torch.neuron.manual_seed(3)
+    a = torch.randn(4, device="neuron")
+    torch.neuron.manual_seed(3)
+    b = torch.randn(4, device="neuron")
+    assert torch.equal(a.cpu(), b.cpu())
+    free, total = torch.neuron.mem_get_info()
+    assert total == 16 * (1 << 30) and 0 < free <= total
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.neuron.set_device(7)
+
+
+def test_factories_transfers_and_generated_methods(dev):
+    x = torch.arange(6, device="neuron").reshape(2, 3)
+    assert x.device == dev and x.is_neuron and not torch.zeros(1).is_neuron
+    assert torch.equal(x.cpu(), torch.arange(6).reshape(2, 3))
+    y = torch.ones(2, 3).neuron(1)
+    assert y.device == torch.device("neuron:1")
+    assert torch.eye(3, device="neuron").cpu().trace().item() == 3.0
+    assert torch.linspace(0, 1, 5, device="neuron").cpu()[-1].item() == 1.0
+    assert torch.full((2,), 7.0, device="neuron").tolist() == [7.0, 7.0]
+    assert torch.tensor([1, 2], device="neuron").device == dev
+    m = torch.nn.Linear(2, 2).neuron()
+    assert m.weight.device == dev and isinstance(m.weight, torch.nn.Parameter)
+    assert "device='neuron:0'" in repr(torch.zeros(1, device="neuron"))
+
+
+def test_autograd_and_optimizer_step_match_cpu(dev, exact_numerics):
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 1))
+    devm = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 1))
+    devm.load_state_dict(ref.state_dict())
+    devm.to("neuron")
+    x = torch.randn(5, 8)
+    for model, inp in ((ref, x), (devm, x.to("neuron"))):
+        opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+        model(inp).pow(2).mean().backward()
+        opt.step()
+    for p_ref, p_dev in zip(ref.parameters(), devm.parameters(), strict=True):
+        assert p_dev.device == dev and p_dev.grad.device == dev
+        # exact numerics, same CPU kernels: only AdamW's op order could differ, so 1e-6 is ample
+        torch.testing.assert_close(p_dev.detach().cpu(), p_ref.detach(), rtol=1e-6, atol=1e-6)
+
+
+def test_no_grad_and_inplace_keep_identity(dev):
+    x = torch.zeros(3, device="neuron", requires_grad=True)
+    with torch.no_grad():
+        y = x.add_(1)
+    assert y is x and x.cpu().tolist() == [1.0, 1.0, 1.0]
+    z = x * 2
+    assert z.requires_grad and z.grad_fn is not None
+
+
+def test_mixed_device_operands_rejected_like_a_real_device(dev):
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ones(3, device="neuron") + torch.ones(3)
+    # 0-dim host tensors are scalars, allowed as on CUDA
+    assert (torch.ones(3, device="neuron") + torch.tensor(1.0)).device == dev
+
+
+def test_host_syncs_are_counted(dev):
+    before = neuron_backend.host_syncs()
+    x = torch.ones(2, device="neuron")
+    _ = x.sum().item()
+    assert bool(x.all())
+    assert neuron_backend.host_syncs() == before + 2
+
+
+def test_numpy_refused_like_cuda(dev):
+    with pytest.raises(TypeError, match="neuron"):
+        torch.ones(2, device="neuron").numpy()
+
+
+def test_device_info_and_switches(dev):
+    info = neuron_backend.device_info()
+    assert info["name"] == "neuron" and info["simulated"] is True
+    assert info["profile"] == "torchneuron" and info["cores"] == 2
+    assert info["memory_per_core"] == 16 * (1 << 30) and info["backend_version"]
+    assert info["policy"] == neuron_backend.numerics_policy() == "bf16_matmul"
+    neuron_backend.set_numerics(False)
+    assert neuron_backend.numerics_policy() == "fp32"
+    with pytest.raises(ValueError, match="unknown profile"):
+        neuron_backend.set_profile("no-such-profile")
+
+
+def test_env_config_is_validated(monkeypatch):
+    from neuron_backend import config
+
+    monkeypatch.setenv("NEURON_CORES", "4")
+    monkeypatch.setenv("NEURON_MEMORY_GB", "0.5")
+    monkeypatch.setenv("NEURON_AUTOCAST_MATMUL", "0")
+    cfg = config.load()
+    assert (cfg.cores, cfg.memory_per_core, cfg.autocast_matmul) == (4, 1 << 29, False)
+    monkeypatch.setenv("NEURON_CPU_FALLBACK", "maybe")
+    with pytest.raises(ValueError, match="NEURON_CPU_FALLBACK"):
+        config.load()

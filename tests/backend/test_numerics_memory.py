@@ -1,0 +1,84 @@
+"""Compiler-style numerics (bf16 matmul operands, fp32 accumulation) and per-core memory accounting with OOM."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import neuron_backend
+from neuron_backend.config import CONFIG
+
+
+def _bf16(t: torch.Tensor) -> torch.Tensor:
+    return t.to(torch.bfloat16).to(torch.float32)
+
+
+def test_bf16_matmul_policy_rounds_operands_and_accumulates_in_fp32(dev):
+    torch.manual_seed(0)
+    a, b, c = torch.randn(32, 64), torch.randn(64, 16), torch.randn(16)
+    got = torch.addmm(c.to("neuron"), a.to("neuron"), b.to("neuron")).cpu()
+    # Same CPU kernel on bf16-rounded operands: identical up to fp32 accumulation order (none here): 1e-6.
+    torch.testing.assert_close(got, torch.addmm(c, _bf16(a), _bf16(b)), rtol=1e-6, atol=1e-6)
+    exact = torch.addmm(c, a, b)
+    err = (got - exact).abs().max().item()
+    # bf16 keeps 8 significant bits: each operand's relative error <= 2^-9, so a K=64 dot product of N(0,1)
+    # values errs by about sqrt(64) * 2 * 2^-9 ~ 0.03; it must be visibly nonzero and well under 0.25.
+    assert 1e-4 < err < 0.25
+
+
+def test_bmm_linear_and_conv_follow_the_policy(dev):
+    torch.manual_seed(0)
+    x, w = torch.randn(2, 8, 32), torch.randn(2, 32, 8)
+    torch.testing.assert_close(torch.bmm(x.to("neuron"), w.to("neuron")).cpu(), torch.bmm(_bf16(x), _bf16(w)),
+                               rtol=1e-6, atol=1e-6)
+    img, k = torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    got = torch.nn.functional.conv2d(img.to("neuron"), k.to("neuron")).cpu()
+    torch.testing.assert_close(got, torch.nn.functional.conv2d(_bf16(img), _bf16(k)), rtol=1e-5, atol=1e-5)
+
+
+def test_fp32_policy_is_exact(dev, exact_numerics):
+    torch.manual_seed(0)
+    a, b = torch.randn(16, 64), torch.randn(64, 8)
+    assert torch.equal(torch.mm(a.to("neuron"), b.to("neuron")).cpu(), torch.mm(a, b))
+    assert neuron_backend.numerics_policy() == "fp32"
+
+
+def test_bf16_inputs_unchanged_by_policy(dev):
+    a = torch.randn(8, 8, dtype=torch.bfloat16)
+    assert torch.equal(torch.mm(a.to("neuron"), a.to("neuron")).cpu(), torch.mm(a, a))
+
+
+def test_memory_counts_storages_views_and_release(dev):
+    base = torch.neuron.memory_allocated(0)
+    x = torch.empty(1024, device="neuron")  # 4 KiB
+    assert torch.neuron.memory_allocated(0) == base + 4096
+    v = x.view(32, 32)
+    assert torch.neuron.memory_allocated(0) == base + 4096  # a view allocates nothing
+    del x
+    assert torch.neuron.memory_allocated(0) == base + 4096  # the view keeps the storage alive
+    del v
+    assert torch.neuron.memory_allocated(0) == base
+    assert torch.neuron.max_memory_allocated(0) >= base + 4096
+
+
+def test_memory_is_per_core_and_peak_resets(dev):
+    base1 = torch.neuron.memory_allocated(1)
+    y = torch.ones(256, device="neuron:1")
+    assert torch.neuron.memory_allocated(1) == base1 + 1024
+    del y
+    torch.neuron.reset_peak_memory_stats(1)
+    assert torch.neuron.max_memory_allocated(1) == torch.neuron.memory_allocated(1) == base1
+
+
+def test_oom_raises_torch_oom_before_allocating(dev):
+    with pytest.raises(torch.OutOfMemoryError, match="neuron:0 out of memory"):
+        torch.empty(5 * (1 << 30), device="neuron")  # 20 GiB > 16 GiB per core
+
+
+def test_oom_on_computed_results_under_small_capacity(dev):
+    CONFIG.memory_per_core = torch.neuron.memory_allocated(0) + (1 << 20)  # 1 MiB left (restored by conftest)
+    x = torch.ones(128, 1024, device="neuron")  # 512 KiB fits
+    with pytest.raises(torch.OutOfMemoryError, match="total capacity"):
+        torch.cat([x, x])  # another 1 MiB does not
+    free, total = torch.neuron.mem_get_info(0)
+    assert free == total - torch.neuron.memory_allocated(0)
