@@ -3,46 +3,11 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from dash_seed import seed_sweep
-
-CHROMIUM = Path("/usr/bin/chromium")
-# A closed network: nothing in the browser may phone home, so any request not to 127.0.0.1 is our page's fault.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class EnqueueRecorder:
-    """Stands in for the worker hook so submission tests decide when a submission's state moves on."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[int, str]] = []
-
-    def __call__(self, submission_id: int, database_url: str) -> None:
-        self.calls.append((submission_id, database_url))
-
-
-def make_app(database_url: str):  # noqa: ANN201 - FastAPI
-    from compat.settings import Settings
-    from service.app import create_app
-
-    app = create_app(Settings(database_url=database_url))
-    app.state.enqueue_submission = EnqueueRecorder()
-    return app
+from dash_server import CHROMIUM, CHROMIUM_ARGS, LiveServer, RecordedPage, make_app
 
 
 @pytest.fixture(scope="session")
@@ -52,33 +17,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str
 
     url = f"sqlite:///{tmp_path_factory.mktemp('dash') / 'compat.db'}"
     return url, seed_sweep(Store(url))
-
-
-class LiveServer:
-    """uvicorn serving ``app`` in a daemon thread; stopped at session end."""
-
-    def __init__(self, app) -> None:  # noqa: ANN001 - FastAPI
-        import uvicorn
-
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")
@@ -109,32 +47,6 @@ def browser() -> Iterator[object]:
         b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         yield b
         b.close()
-
-
-class RecordedPage:
-    """A Playwright page plus every URL it requested (to prove the page never left 127.0.0.1)."""
-
-    def __init__(self, page, base_url: str) -> None:  # noqa: ANN001 - playwright Page
-        self.page = page
-        self.base = base_url
-        self.requests: list[str] = []
-        self.console_errors: list[str] = []
-        page.on("request", lambda req: self.requests.append(req.url))
-        page.on("console", lambda msg: self.console_errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda err: self.console_errors.append(str(err)))
-
-    def goto(self, path: str):  # noqa: ANN201 - playwright Response
-        return self.page.goto(self.base + path, wait_until="load")
-
-    def shot(self, name: str) -> Path:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        path = SCREENSHOTS / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=True)
-        return path
-
-    def foreign_requests(self) -> list[str]:
-        return [u for u in self.requests if urlsplit(u).hostname not in ("127.0.0.1",) and
-                not u.startswith(("data:", "about:", "blob:"))]
 
 
 @pytest.fixture

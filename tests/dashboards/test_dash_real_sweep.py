@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import LiveServer, RecordedPage, make_app
+from dash_server import LiveServer, RecordedPage, make_app
 
 pytestmark = pytest.mark.browser
 

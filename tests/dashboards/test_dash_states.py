@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from conftest import LiveServer, make_app
+from dash_server import LiveServer, make_app
 
 from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Check, DeviceInfo, ResultRecord, RunInfo, Status
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def fresh(tmp_path, browser):  # noqa: ANN001, ANN201
     """(store, recorded page) over an empty database served on its own port."""
-    from conftest import RecordedPage
+    from dash_server import RecordedPage
 
     from service.store import Store
 
