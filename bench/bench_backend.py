@@ -43,11 +43,14 @@ def _count_ops(fn) -> int:
 
     from neuron_backend import tensor
 
+    # Both entries into the device: the tensor's __torch_dispatch__ and the fused kernels (fused.py).
     tensor.set_dispatch(counting)
+    dispatch.dispatch = counting
     try:
         fn()
     finally:
         tensor.set_dispatch(orig)
+        dispatch.dispatch = orig
     return n[0]
 
 

@@ -33,6 +33,9 @@ if SIMULATED:
 
     _factories._check_dtype = lambda op, dtype: _policy.check_device_dtype(f"aten::{op}", dtype)
     from neuron_backend import compile_backend as _compile_backend  # noqa: F401  (registers backend="neuron")
+    from neuron_backend import fused as _fused
+
+    _fused.register()
 
 from neuron_backend.api import (  # noqa: E402
     compile_stats,

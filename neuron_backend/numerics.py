@@ -24,6 +24,8 @@ MATMUL_OPERANDS: dict[str, tuple[int, ...]] = {
     "aten::addbmm": (1, 2),
     "aten::matmul": (0, 1),
     "aten::linear": (0, 1),
+    # fused attention: Q, K and V enter the TensorEngine as bf16; softmax and accumulation stay fp32
+    "aten::scaled_dot_product_attention": (0, 1, 2),
     "aten::convolution": (0, 1),
     "aten::_convolution": (0, 1),
     "aten::dot": (0, 1),
