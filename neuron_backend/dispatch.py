@@ -57,8 +57,13 @@ def _shapes(args, kwargs) -> list[tuple[int, ...]]:
 
 
 def _wrap_out(func, out, args, kwargs, core):
-    aliases = _write_aliases.get(id(func))
-    if aliases is None:
+    if type(out) is _Tensor:
+        aliases = _write_aliases.get(id(func))
+        if aliases is None:
+            aliases = _write_alias_map(func)
+        if not aliases:
+            return wrap(out, core)
+    else:
         aliases = _write_alias_map(func)
     if aliases:
         if len(func._schema.returns) == 1:

@@ -48,6 +48,7 @@ class NeuronTensor(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: D105
+        # Replaced by set_dispatch with the dispatcher itself (one Python frame less per op).
         return _DISPATCH(func, args, kwargs or {})
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
@@ -87,22 +88,38 @@ _DISPATCH = _unset_dispatch
 
 
 def set_dispatch(fn) -> None:
-    """Install the op dispatcher (dispatch.py), kept separate so the tensor type has no policy in it."""
+    """Install the op dispatcher ``fn(func, args, kwargs)`` (dispatch.py); the tensor type holds no policy."""
     global _DISPATCH
     _DISPATCH = fn
+
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        return fn(func, args, kwargs or _EMPTY)
+
+    NeuronTensor.__torch_dispatch__ = classmethod(__torch_dispatch__)
+
+
+_EMPTY: dict = {}  # never mutated: dispatch copies kwargs before changing them
 
 
 def _host_sync(t: NeuronTensor) -> torch.Tensor:
     return t.detach().cpu()
 
 
-def _is_fake(data: torch.Tensor) -> bool:
-    return type(data) is not torch.Tensor
+_Tensor = torch.Tensor
+_track = memory.track
 
 
 def wrap(data: torch.Tensor, core: int) -> NeuronTensor:
-    """Wrap a host tensor as a device tensor on ``core`` and account its memory (skipped while tracing)."""
-    r = NeuronTensor(data, core)
-    if type(data) is torch.Tensor and not data.is_meta:
-        memory.track(r, data, core)
+    """Wrap a host tensor as a device tensor on ``core`` and account its memory (skipped while tracing).
+
+    Builds the wrapper inline rather than through NeuronTensor(...): this runs once per device op.
+    """
+    r = _make_wrapper(
+        NeuronTensor, data.size(), strides=data.stride(), storage_offset=data.storage_offset(), dtype=data.dtype,
+        device=_DEVICES[core] if core < len(_DEVICES) else device_for(core), requires_grad=False,
+    )
+    r._data = data
+    r._core = core
+    if type(data) is _Tensor and not data.is_meta:
+        _track(r, data, core)
     return r

@@ -119,3 +119,26 @@ def test_env_config_is_validated(monkeypatch):
     monkeypatch.setenv("NEURON_CPU_FALLBACK", "maybe")
     with pytest.raises(ValueError, match="NEURON_CPU_FALLBACK"):
         config.load()
+
+
+def test_never_shadows_a_real_torch_neuronx(monkeypatch):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "torch_neuronx" else real_find_spec(name, *a))
+    reason = registration.real_neuron_present()
+    assert reason is not None and "torch_neuronx" in reason
+
+
+def test_a_fresh_process_registers_and_reports(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import torch, neuron_backend as nb; x = torch.ones(2, device='neuron:1');"
+            "print(nb.SIMULATED, x.device, nb.device_info()['cores'], nb.numerics_policy())")
+    env = {"NEURON_CORES": "3", "NEURON_AUTOCAST_MATMUL": "0", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "neuron:1", "3", "fp32"]
