@@ -97,6 +97,13 @@ def _mixed_device(func, a) -> RuntimeError:
     )
 
 
+def _cross_core(func, a: int, b: int) -> RuntimeError:
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, neuron:{a} and neuron:{b}! "
+        f"(when checking argument for {func._schema.name})"
+    )
+
+
 def dispatch(func, args, kwargs):
     # Caches are keyed by id(func): OpOverloads are per-process singletons and their __hash__ is Python code.
     fid = id(func)
@@ -109,7 +116,9 @@ def dispatch(func, args, kwargs):
     for a in args:
         t = type(a)
         if t is NeuronTensor:
-            if core < 0:
+            if core != a._core:
+                if core >= 0:
+                    raise _cross_core(func, core, a._core)
                 core = a._core
             dtypes.append(a.dtype)
             new_args.append(a._data)
@@ -118,7 +127,9 @@ def dispatch(func, args, kwargs):
                 inner = []
                 for x in a:
                     if type(x) is NeuronTensor:
-                        if core < 0:
+                        if core != x._core:
+                            if core >= 0:
+                                raise _cross_core(func, core, x._core)
                             core = x._core
                         dtypes.append(x.dtype)
                         inner.append(x._data)

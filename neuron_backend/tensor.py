@@ -71,6 +71,11 @@ class NeuronTensor(torch.Tensor):
             return super().untyped_storage()
         return self._data.untyped_storage()
 
+    def __reduce_ex__(self, protocol):
+        # torch.save / pickle: a device tensor is saved as its host copy (loads as a CPU tensor, like
+        # map_location="cpu"), so weights_only=True loading keeps working without allow-listing this class.
+        return self._data.detach().__reduce_ex__(protocol)
+
     def tolist(self) -> Any:
         return _host_sync(self).tolist()
 

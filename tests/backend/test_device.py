@@ -83,6 +83,25 @@ def test_mixed_device_operands_rejected_like_a_real_device(dev):
     assert (torch.ones(3, device="neuron") + torch.tensor(1.0)).device == dev
 
 
+def test_cores_are_separate_devices(dev):
+    with pytest.raises(RuntimeError, match="neuron:0 and neuron:1"):
+        torch.ones(2, device="neuron:0") + torch.ones(2, device="neuron:1")
+    assert (torch.ones(2, device="neuron:1") * 2).device == torch.device("neuron:1")
+
+
+def test_torch_save_loads_as_host_tensors_and_deepcopy_stays_on_device(dev, tmp_path):
+    import copy
+
+    m = torch.nn.Linear(3, 3).to("neuron")
+    torch.save(m.state_dict(), tmp_path / "sd.pt")
+    sd = torch.load(tmp_path / "sd.pt")  # weights_only=True default: no custom class in the file
+    assert all(v.device.type == "cpu" for v in sd.values())
+    assert torch.equal(sd["weight"], m.weight.detach().cpu())
+    twin = copy.deepcopy(m)
+    assert twin.weight.device == dev and twin.weight is not m.weight
+    assert torch.equal(twin.weight.detach().cpu(), m.weight.detach().cpu())
+
+
 def test_host_syncs_are_counted(dev):
     before = neuron_backend.host_syncs()
     x = torch.ones(2, device="neuron")
