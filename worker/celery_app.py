@@ -96,6 +96,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Tasks still running when the broker connection drops keep running; their results go to the store,
         # and a redelivered copy finds them there and does not rerun (see tasks.run_pair).
         "worker_cancel_long_running_tasks_on_connection_loss": False,
+        # A new pool process imports torch/transformers and resolves the device before taking tasks (seconds on a
+        # busy machine); Celery's 4 s default would kill it as "not alive" and loop.
+        "worker_proc_alive_timeout": 120,
         "task_track_started": True,
         "enable_utc": True,
         "timezone": "UTC",

@@ -98,15 +98,23 @@ def complete_records(entry: ArchitectureEntry, device: str, checks: list[Check],
     return out
 
 
-def stored_pairs(records: list[ResultRecord]) -> set[tuple[str, str]]:
-    return {(r.architecture, r.device) for r in records}
+def stored_pairs(store: Any, run_id: str) -> set[tuple[str, str]]:
+    """(architecture, device) pairs of the run that have results: one narrow query, not every record with its log
+    (each task asks twice, so reading whole runs would grow quadratically with the catalog)."""
+    from sqlalchemy import select
+
+    from service.models import Result
+
+    with store.session() as s:
+        rows = s.execute(select(Result.architecture, Result.device).distinct().where(Result.run_id == run_id))
+        return {(arch, dev) for arch, dev in rows}
 
 
 def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, checks: list[Check], *,
              seed: int, workdir: Path, runner: Runner | None = None) -> str:
     """Run one architecture on one device and store its records. Idempotent: a pair that already has results in
     this run (a redelivered task whose first delivery finished) is not run again. Returns "ran" or "skipped"."""
-    if (entry.name, device) in stored_pairs(store.run_results(run_id)):
+    if (entry.name, device) in stored_pairs(store, run_id):
         return "skipped"
     runner = runner or resolve_runner()
     traces: list[dict[str, Any]] = []
@@ -136,16 +144,15 @@ def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, che
 def record_failure(store: Any, run_id: str, entry: ArchitectureEntry, device: str, checks: list[Check],
                    status: Status, reason: str, error_type: str) -> bool:
     """Write crash/timeout records unless the pair already has results (first writer wins). True if written."""
-    if (entry.name, device) in stored_pairs(store.run_results(run_id)):
+    if (entry.name, device) in stored_pairs(store, run_id):
         return False
     store.add_results(run_id, failure_records(entry, device, checks, status, reason, error_type))
     return True
 
 
-def progress(store: Any, run_id: str) -> tuple[int, list[ResultRecord]]:
-    """(architectures with results, the results) of a run."""
-    results = store.run_results(run_id)
-    return len(stored_pairs(results)), results
+def progress(store: Any, run_id: str) -> int:
+    """How many architectures of a run have results."""
+    return len(stored_pairs(store, run_id))
 
 
 def finalize(store: Any, run_id: str, device: str, trigger: str) -> RunOutcome:
@@ -231,7 +238,7 @@ class CeleryExecutor:
         total = len(plan.entries)
         last_done, last_change = -1, time.monotonic()
         while True:
-            done, _ = progress(store, run_id)
+            done = progress(store, run_id)
             if done != last_done:
                 last_done, last_change = done, time.monotonic()
                 if on_progress:

@@ -42,6 +42,22 @@ def _forget_inherited_connections(**_: Any) -> None:
     for engine in list(getattr(db, "_engines", {}).values()):
         engine.dispose(close=False)
     store_for.cache_clear()
+    _warm_pool_process()
+
+
+def _warm_pool_process() -> None:
+    """The in-process pool's warm-up, so both executors run architectures alike: torch/transformers imported once
+    per pool process (not inside the first task's time limit), Hub offline, progress bars off, threads pinned."""
+    settings = get_settings()
+    if settings.run_hook:
+        return  # tests/benchmarks with a stand-in runner: no torch needed
+    from worker.runner import warm_worker
+
+    threads = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1)
+    try:
+        warm_worker(threads, settings.device)
+    except Exception:  # noqa: BLE001 - a failing warm-up must not kill every new pool process in a loop
+        log.exception("pool process warm-up failed; architectures will import lazily")
 
 
 def _args(kwargs: dict[str, Any]) -> tuple[ArchitectureEntry, list[Check]]:
@@ -50,7 +66,7 @@ def _args(kwargs: dict[str, Any]) -> tuple[ArchitectureEntry, list[Check]]:
 
 def _maybe_finalize(store: Any, kwargs: dict[str, Any]) -> str | None:
     """Whoever writes the last architecture of a run closes it and diffs it (idempotent if two race)."""
-    done, _ = executors.progress(store, kwargs["run_id"])
+    done = executors.progress(store, kwargs["run_id"])
     if done < kwargs["n_pairs"]:
         return None
     outcome = executors.finalize(store, kwargs["run_id"], kwargs["device"], kwargs["trigger"])
