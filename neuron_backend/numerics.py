@@ -29,6 +29,7 @@ MATMUL_OPERANDS: dict[str, tuple[int, ...]] = {
     "aten::convolution": (0, 1),
     "aten::_convolution": (0, 1),
     "aten::dot": (0, 1),
+    "aten::vdot": (0, 1),
     "aten::mv": (0, 1),
     "aten::addmv": (1, 2),
 }

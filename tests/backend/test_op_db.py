@@ -53,16 +53,19 @@ def _run(op, sample, device):
     return op(move(sample.input), *tree_map(move, sample.args), **kwargs)
 
 
-def _drive(dtype: torch.dtype):
+def _drive(dtype: torch.dtype, names: set[str] | None = None, samples_per_op: int = SAMPLES_PER_OP,
+           rtol: float = 1e-5, atol: float = 1e-5, reference=None):
     outcome = {"match": [], "unsupported": [], "mismatch": [], "crash": []}
     for op in _ops(dtype):
+        if names is not None and op.name not in names:
+            continue
         try:
-            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:SAMPLES_PER_OP]
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:samples_per_op]
         except Exception:  # noqa: BLE001 - sample generation itself unsupported on this build
             continue
         for sample in samples:
             try:
-                expected = _run(op, sample, "cpu")
+                expected = _run(op, sample, "cpu") if reference is None else reference(op, sample)
             except Exception:  # noqa: BLE001 - the CPU reference rejects this sample: nothing to compare
                 continue
             try:
@@ -80,7 +83,7 @@ def _drive(dtype: torch.dtype):
             try:
                 # exact numerics (fixture): the device runs the CPU kernels, so only decompositions may reorder
                 # float arithmetic; 1e-5 relative / 1e-5 absolute covers that reordering in float32.
-                torch.testing.assert_close(tree_map(_cpu, got), expected, rtol=1e-5, atol=1e-5, equal_nan=True,
+                torch.testing.assert_close(tree_map(_cpu, got), expected, rtol=rtol, atol=atol, equal_nan=True,
                                            check_device=False, check_dtype=True)
             except Exception as e:  # noqa: BLE001
                 outcome["mismatch"].append((op.name, str(e)[:160]))
@@ -126,3 +129,44 @@ def test_float64_always_raises_dtype_error():
             assert "Double" in info.value.dtypes
             checked += 1
     assert checked >= 40
+
+
+def test_int64_and_bool_ops_match_cpu_exactly_or_raise():
+    # Integer/bool results must be bit-identical: op_db's integer samples are small, far from the int32 wrap.
+    for dtype in (torch.int64, torch.bool):
+        out = _drive(dtype, samples_per_op=1, rtol=0, atol=0)
+        assert not out["crash"], out["crash"][:20]
+        assert not out["mismatch"], out["mismatch"][:20]
+        assert len(out["match"]) > len(out["unsupported"]), {k: len(v) for k, v in out.items()}
+    unsupported = {op for _, _, op in _drive(torch.int64, names={"mm", "bmm", "histc"}, samples_per_op=1)["unsupported"]}
+    assert {"aten::mm", "aten::bmm"} <= unsupported  # no integer matmul on the TensorEngine
+
+
+MATMUL_FAMILY = {"mm", "bmm", "addmm", "baddbmm", "matmul", "nn.functional.linear", "addbmm", "mv", "addmv",
+                 "nn.functional.conv1d", "nn.functional.conv2d", "dot", "vdot"}
+# In these the first argument is the added term (bias), not a matmul operand: the policy leaves it unrounded.
+ADD_FORMS = {"addmm", "baddbmm", "addbmm", "addmv"}
+
+
+def _bf16_reference(op, sample):
+    """What the bf16 policy promises: the CPU op with its matmul operands rounded to bf16, accumulated in fp32.
+
+    Matmul operands: the input and the first positional argument (weight / second factor); for the add-forms the
+    two factors after the added term. Biases (later arguments, kwargs) stay fp32.
+    """
+    def rnd(x):
+        return x.to(torch.bfloat16).to(torch.float32) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+    torch.manual_seed(0)
+    add_form = op.name in ADD_FORMS
+    inp = sample.input if add_form else rnd(sample.input)
+    n = 2 if add_form else 1
+    args = [rnd(a) if i < n else a for i, a in enumerate(sample.args)]
+    return op(inp, *args, **sample.kwargs)
+
+
+def test_matmul_family_follows_bf16_policy():
+    # The device must equal the CPU on bf16-rounded matmul operands up to fp32 accumulation order (matmul/inner
+    # reach mm/bmm through reshapes): 1e-4 relative, 1e-4 absolute on O(1..10) values.
+    out = _drive(torch.float32, names=MATMUL_FAMILY, samples_per_op=2, rtol=1e-4, atol=1e-4, reference=_bf16_reference)
+    assert not out["crash"] and not out["mismatch"], (out["crash"] + out["mismatch"])[:10]
+    assert {"mm", "bmm", "addmm", "matmul", "nn.functional.linear"} <= set(out["match"])
