@@ -15,8 +15,9 @@ from torch._functorch.aot_autograd import make_boxed_func
 from neuron_backend import policy, stats
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
 
-# Ops that only move data between the wrapper and its host storage, or read sizes: not device computation.
-_IGNORED_NAMESPACES = {"prims"}
+# The device's own Python (dispatch, wrapping, accounting) is runtime, not user code: Dynamo must run it, never
+# trace it (it would otherwise try to compile ``wrap`` when a compiled region calls into the device).
+torch._dynamo.trace_rules.add("neuron_backend")
 
 
 def _tensor_meta(arg) -> tuple[list, list]:

@@ -133,12 +133,19 @@ def dispatch(func, args, kwargs):
                             core = x._core
                         dtypes.append(x.dtype)
                         inner.append(x._data)
+                    elif isinstance(x, _Tensor) and x.device.type == "neuron":
+                        inner.append(x.to(_CPU))  # plain fake "neuron" tensor while tracing (see above)
                     else:
                         inner.append(x)
                 new_args.append(inner)
             else:
                 new_args.append(a)
         elif t is _Tensor or isinstance(a, _Tensor):
+            if a.device.type == "neuron":
+                # Only while tracing: a factory under FakeTensorMode yields a plain fake "neuron" tensor. Moving it to
+                # the host is a traced op, so the compiled graph stays consistent with the wrapped inputs.
+                new_args.append(a.to(_CPU))
+                continue
             if a.dim() > 0 and fid not in _MIXED_OK:
                 raise _mixed_device(func, a)
             new_args.append(a)

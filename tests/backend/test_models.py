@@ -127,3 +127,30 @@ def test_moe_style_integer_histc_is_a_typed_error(dev):
     with pytest.raises(neuron_backend.NeuronUnsupportedDtypeError) as info:
         torch.histc(experts, bins=3, min=0, max=2)
     assert info.value.op == "aten::histc" and info.value.dtypes == ("Long",)
+
+
+def test_padded_batch_uses_a_boolean_mask_and_matches_cpu(dev, checkpoints, exact_numerics):
+    cpu = AutoModelForCausalLM.from_pretrained(checkpoints["llama"]).eval()
+    model = AutoModelForCausalLM.from_pretrained(checkpoints["llama"], device_map="neuron").eval()
+    ids = _ids()
+    mask = torch.ones_like(ids)
+    mask[0, :3] = 0  # left padding: attention needs a real mask
+    kw = dict(max_new_tokens=6, do_sample=False, pad_token_id=0)
+    ref = cpu.generate(ids, attention_mask=mask, **kw)
+    got = model.generate(ids.to("neuron"), attention_mask=mask.to("neuron"), **kw)
+    assert torch.equal(got.cpu(), ref)
+
+
+def test_static_cache_generate_compiles_with_the_neuron_backend(dev, checkpoints, exact_numerics):
+    # Transformers auto-compiles static-cache generation on a "neuron" device with backend="neuron".
+    torch._dynamo.reset()
+    neuron_backend.reset_compile_stats()
+    cpu = AutoModelForCausalLM.from_pretrained(checkpoints["llama"]).eval()
+    model = AutoModelForCausalLM.from_pretrained(checkpoints["llama"], device_map="neuron").eval()
+    ids = _ids()[:1, :6]
+    kw = dict(max_new_tokens=4, do_sample=False, pad_token_id=0, cache_implementation="static")
+    ref = cpu.generate(ids, attention_mask=torch.ones_like(ids), **kw)
+    got = model.generate(ids.to("neuron"), attention_mask=torch.ones_like(ids).to("neuron"), **kw)
+    assert torch.equal(got.cpu(), ref)
+    assert neuron_backend.compile_stats()["compilations"] >= 1
+    torch._dynamo.reset()
