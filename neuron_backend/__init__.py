@@ -21,6 +21,7 @@ If a real torch-neuronx is installed, nothing is registered and ``SIMULATED`` is
 from __future__ import annotations
 
 from neuron_backend import registration
+from neuron_backend.api import BACKEND_VERSION as __version__
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
 
 SIMULATED: bool = registration.register()
@@ -52,6 +53,7 @@ from neuron_backend.api import (  # noqa: E402
 )
 
 __all__ = [
+    "__version__",
     "SIMULATED",
     "NOT_REGISTERED_REASON",
     "NeuronUnsupportedOpError",

@@ -161,3 +161,7 @@ def test_a_fresh_process_registers_and_reports(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "neuron:1", "3", "fp32"]
+
+
+def test_version_is_exposed_for_the_harness():
+    assert neuron_backend.__version__ == neuron_backend.device_info()["backend_version"]
