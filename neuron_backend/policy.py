@@ -18,6 +18,8 @@ _F32 = torch.float32
 _I64 = torch.int64
 _BOOL = torch.bool
 
+# Ops whose lowering is running now: a lowering that calls its own op again would recurse without end.
+_decomposing: set = set()
 # (op, dtypes) -> (error class, reason) for rejected keys, so the error raised later carries the decision's reason.
 _rejections: dict[tuple, tuple[type[NeuronUnsupportedOpError], str]] = {}
 
@@ -107,6 +109,10 @@ def run_decomposition(func, dtypes, args, kwargs, shapes_fn):
 
     If a lowered op is unsupported the error names ``func`` (what the model called) and the op it lowered to.
     """
+    if func in _decomposing:  # the lowering calls the op itself again: it does not reach native ops
+        raise NeuronUnsupportedOpError(func._schema.name, [dtype_name(d) for d in dtypes], shapes_fn(args, kwargs),
+                                       f"not in the '{active().name}' op table and its decomposition recurses")
+    _decomposing.add(func)
     try:
         if decision_is_composite(func):
             return func.decompose(*args, **kwargs)
@@ -122,6 +128,8 @@ def run_decomposition(func, dtypes, args, kwargs, shapes_fn):
             func._schema.name, [dtype_name(d) for d in dtypes], shapes_fn(args, kwargs),
             f"decomposes to {e.op} ({', '.join(e.dtypes)}), which is unsupported: {e.reason}",
         ) from e
+    finally:
+        _decomposing.discard(func)
 
 
 def decision_is_composite(func) -> bool:

@@ -170,3 +170,13 @@ def test_matmul_family_follows_bf16_policy():
     out = _drive(torch.float32, names=MATMUL_FAMILY, samples_per_op=2, rtol=1e-4, atol=1e-4, reference=_bf16_reference)
     assert not out["crash"] and not out["mismatch"], (out["crash"] + out["mismatch"])[:10]
     assert {"mm", "bmm", "addmm", "matmul", "nn.functional.linear"} <= set(out["match"])
+
+
+def test_published_ops_profile_runs_less_but_never_crashes(float32_outcome):
+    neuron_backend.set_profile("published-ops")  # restored by conftest
+    neuron_backend.set_numerics(False)
+    out = _drive(torch.float32, samples_per_op=1)
+    assert not out["crash"] and not out["mismatch"], (out["crash"] + out["mismatch"])[:10]
+    # narrower table: fewer ops run and more are rejected (each rejection asserted to name an op in _drive)
+    assert len(out["match"]) < len(float32_outcome["match"])
+    assert len(out["unsupported"]) > len(float32_outcome["unsupported"])
