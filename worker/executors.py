@@ -210,10 +210,12 @@ def make_plan(entries: list[ArchitectureEntry], device: str, checks: list[Check]
 
 
 def task_kwargs(plan: SweepPlan, run_id: str, entry: ArchitectureEntry) -> dict[str, Any]:
-    """The JSON message of one architecture task; everything a worker needs, nothing it must look up."""
+    """The JSON message of one architecture task. No database URL or path: workers use their own COMPAT_DATABASE_URL
+    and scratch space; credentials never sit in the broker, and a message cannot point a worker at another
+    database or directory."""
     return {"run_id": run_id, "entry": entry.model_dump(mode="json"), "device": plan.device,
-            "checks": [str(c) for c in plan.checks], "seed": plan.seed, "database_url": plan.database_url,
-            "workdir": str(plan.workdir), "n_pairs": len(plan.entries), "trigger": str(plan.run.trigger)}
+            "checks": [str(c) for c in plan.checks], "seed": plan.seed, "n_pairs": len(plan.entries),
+            "trigger": str(plan.run.trigger)}
 
 
 class CeleryExecutor:

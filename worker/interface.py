@@ -21,7 +21,9 @@ def enqueue_submission(submission_id: int, database_url: str) -> None:
     if get_settings().broker_url:
         from worker.celery_app import SUBMISSION_TASK, client_app
 
-        client_app().send_task(SUBMISSION_TASK, kwargs={"submission_id": submission_id, "database_url": database_url})
+        # The worker writes to its own COMPAT_DATABASE_URL (the same database in a deployment): no credentials
+        # travel through the broker.
+        client_app().send_task(SUBMISSION_TASK, kwargs={"submission_id": submission_id})
         return
     threading.Thread(target=run_submission, args=(submission_id, database_url), daemon=True,
                      name=f"submission-{submission_id}").start()

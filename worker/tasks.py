@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import os
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from billiard.exceptions import TimeLimitExceeded, WorkerLostError
@@ -85,13 +84,15 @@ def _maybe_finalize(store: Any, kwargs: dict[str, Any]) -> str | None:
     retry_backoff=True,
 )
 def run_architecture_task(self: Any, *, run_id: str, entry: dict[str, Any], device: str, checks: list[str],
-                          seed: int, database_url: str, workdir: str, n_pairs: int, trigger: str) -> dict[str, Any]:
+                          seed: int, n_pairs: int, trigger: str) -> dict[str, Any]:
     """Run one architecture on one device and write its records to the store (skipped if already there)."""
     kwargs = {"run_id": run_id, "entry": entry, "device": device, "checks": checks, "n_pairs": n_pairs,
               "trigger": trigger}
     arch, check_list = _args(kwargs)
-    store = store_for(database_url)
-    outcome = executors.run_pair(store, run_id, arch, device, check_list, seed=seed, workdir=Path(workdir))
+    settings = get_settings()
+    store = store_for(settings.database_url)
+    workdir = settings.var_dir / "work" / run_id
+    outcome = executors.run_pair(store, run_id, arch, device, check_list, seed=seed, workdir=workdir)
     state = _maybe_finalize(store, kwargs)
     return {"architecture": arch.name, "device": device, "outcome": outcome, "attempt": self.request.retries + 1,
             "pid": os.getpid(), "run_state": state}
@@ -114,7 +115,7 @@ def record_lost_or_timed_out(sender: Any = None, task_id: str | None = None, exc
     from service import db
 
     entry, check_list = _args(kwargs)
-    store = store_for(kwargs["database_url"])
+    store = store_for(get_settings().database_url)
     try:
         written = executors.record_failure(store, kwargs["run_id"], entry, kwargs["device"], check_list, status,
                                            reason, type(exception).__name__)
@@ -139,13 +140,14 @@ def nightly_sweep_task(self: Any) -> dict[str, Any]:
 
 
 @shared_task(name=SUBMISSION_TASK)
-def run_submission_task(*, submission_id: int, database_url: str) -> str:
-    """A user's submitted architecture (POST /submissions) run on the cluster; returns its final state."""
+def run_submission_task(*, submission_id: int) -> str:
+    """A user's submitted architecture (POST /submissions) run on the cluster, in the worker's own database;
+    returns its final state."""
     from worker.interface import run_submission
 
     # jobs=0: run in this pool process, which Celery already isolates and time-limits; a daemonic pool process
     # may not start the sweep's own worker processes.
-    return run_submission(submission_id, database_url, jobs=0)
+    return run_submission(submission_id, get_settings().database_url, jobs=0)
 
 
 @task_failure.connect
@@ -159,7 +161,7 @@ def fail_lost_submission(sender: Any = None, exception: BaseException | None = N
         return
     from service import db
 
-    store = store_for(kwargs["database_url"])
+    store = store_for(get_settings().database_url)
     try:
         store.set_submission_state(kwargs["submission_id"], "failed", error=f"{type(exception).__name__}: {exception}")
     finally:
