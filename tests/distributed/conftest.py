@@ -8,23 +8,19 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dist_env import HERE, REPO, VENV_BIN, free_port  # noqa: F401 - re-exported to fixtures
 
 from compat.results import ArchitectureEntry, Check, DeviceInfo, RunInfo, Trigger
 from compat.settings import Settings
 from worker.executors import SweepPlan
 
-REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
-VENV_BIN = Path(sys.executable).parent
 SHARED_REDIS = "redis://127.0.0.1:6379"
 REDIS_DB = 13  # this area's own DB number on the shared Redis
 
@@ -92,10 +88,6 @@ def pg_url(pg_user: str) -> Iterator[str]:
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class OwnRedis:

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 import yaml
-from conftest import REPO, VENV_BIN, free_port
+from dist_env import REPO, VENV_BIN, free_port
 
 from compat.results import ArchitectureEntry
 from compat.settings import Settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from conftest import REPO, VENV_BIN
+from dist_env import REPO, VENV_BIN
 
 from compat.results import Report
 
