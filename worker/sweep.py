@@ -169,7 +169,9 @@ def _run_pool(entries: list[ArchitectureEntry], dev: Device, order: list[Check],
               col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int) -> None:
     by_name = {e.name: e for e in entries}
     checks = [str(c) for c in order]
-    threads = max(1, (os.cpu_count() or 1) // max(1, min(jobs, len(entries))))
+    # One intra-op thread per worker: tiny models (hidden ~64) lose more to thread sync than they gain (measured
+    # in bench/README.md: jobs=1 with 2 threads ran forward 5x and generate 2x slower per check than 1 thread).
+    threads = 1
     tasks = [Task(e.name, "worker.runner:pool_job", (e.model_dump(mode="json"), dev.name, checks, seed), stream=True)
              for e in entries]
     phases: dict[str, str | None] = {}
