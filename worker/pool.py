@@ -213,12 +213,17 @@ class Pool:
         running = 0
         while pending or running:
             for slot in self._slots:
-                if slot.ready and slot.task is None and pending:
+                if slot.ready and slot.task is None and pending and slot.proc.is_alive():
                     task = pending.popleft()
                     self._next_id += 1
+                    log_path = str(self._logdir / f"task-{self._next_id}.log")
+                    try:
+                        slot.conn.send((self._next_id, task.fn, task.args, task.kwargs, task.stream, log_path))
+                    except OSError:  # died since the last check: requeue; the death branch replaces it
+                        pending.appendleft(task)
+                        continue
                     slot.task, slot.task_id, slot.started = task, self._next_id, time.monotonic()
-                    slot.log_path = str(self._logdir / f"task-{self._next_id}.log")
-                    slot.conn.send((slot.task_id, task.fn, task.args, task.kwargs, task.stream, slot.log_path))
+                    slot.log_path = log_path
                     running += 1
             waitables = [s.conn for s in self._slots] + [s.proc.sentinel for s in self._slots]
             ready = wait(waitables, timeout=POLL_S)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import transformers
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoModelForCausalLM, GenerationConfig
@@ -53,9 +55,20 @@ def greedy_config() -> GenerationConfig:
                             pad_token_id=0, eos_token_id=None, bos_token_id=None)
 
 
+def model_class_for(path: Path) -> type:
+    """The checkpoint's own class (config.architectures[0]); text sub-configs such as Emu3TextConfig are not in
+    the AutoModelForCausalLM mapping, and users load those models by class name anyway."""
+    try:
+        name = (json.loads((Path(path) / "config.json").read_text()).get("architectures") or [None])[0]
+    except (OSError, ValueError):
+        name = None
+    cls = getattr(transformers, name, None) if isinstance(name, str) else None
+    return cls if cls is not None and hasattr(cls, "from_pretrained") else AutoModelForCausalLM
+
+
 def load_model(path: Path, device_map: str = "cpu") -> torch.nn.Module:
     """from_pretrained the way users do: safetensors only, never remote code, fp32."""
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, device_map=device_map,
+    model = model_class_for(path).from_pretrained(path, dtype=torch.float32, device_map=device_map,
                                                  use_safetensors=True, trust_remote_code=False)
     model.eval()
     return model

@@ -47,6 +47,9 @@ def test_self_crash_is_recorded_and_worker_replaced(pool: Pool) -> None:
     assert out["dies"].kind == "crash" and "SIGKILL" in out["dies"].error
     assert "about to die" in out["dies"].log
     assert [out[f"ok{i}"].value for i in range(3)] == [1, 2, 3]
+    # Both slots serve again (the dead one was replaced): two slow tasks run on two distinct live processes.
+    again = run_all(pool, [Task(f"p{i}", f"{J}:slow_pid", (0.5,)) for i in range(2)])
+    assert len({o.value for o in again.values()}) == 2
     assert pool.replaced >= 1
 
 

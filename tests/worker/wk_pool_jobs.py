@@ -54,3 +54,8 @@ def grow(step_mb: int, total_mb: int) -> int:
 
 def pid() -> int:
     return os.getpid()
+
+
+def slow_pid(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
