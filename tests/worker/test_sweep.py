@@ -111,3 +111,16 @@ def test_abort_records_blame_the_running_check_only() -> None:
     assert {r.status for r in abort_records(e, "neuron", order, set(), "reference", t)} == {Status.REFERENCE_FAIL}
     m = Outcome(Task("x", "m:f"), "memory", error="memory limit 6144 MB exceeded")
     assert abort_records(e, "cpu", order, set(), "load", m)[0].status == Status.OOM
+
+
+def test_cpu_fallback_pass_is_recorded_with_its_fallen_back_ops(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ProphetNet's generate calls aten::_is_all_true, outside the torchneuron op table: with NEURON_CPU_FALLBACK=1
+    # (read by the pool worker at import) it runs on the CPU and the pass must say so.
+    from worker.reporting import arch_verdict
+
+    monkeypatch.setenv("NEURON_CPU_FALLBACK", "1")
+    report = run_sweep(entries("ProphetNetForCausalLM"), "neuron", [Check.LOAD, Check.FORWARD, Check.GENERATE],
+                       jobs=1)
+    gen = next(r for r in report.results if r.check == Check.GENERATE)
+    assert gen.status == Status.PASS and "aten::_is_all_true (Bool)" in gen.fallback_ops
+    assert arch_verdict(report.results) == "supported_with_fallback"
