@@ -1,11 +1,10 @@
-"""The submission form's server side: the same token check and input validation as ``POST /api/v1/submissions``
-(``service.auth``, ``service.validation``), errors turned into readable per-field messages for the page."""
+"""The submission form's server side: the API's token check and ``service.submissions.create_submission`` (the
+same rules as ``POST /api/v1/submissions``), errors turned into readable per-field messages for the page."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
@@ -13,8 +12,8 @@ from starlette.datastructures import FormData, UploadFile
 
 from compat.settings import Settings
 from service.auth import token_name
-from service.models import Submission
-from service.validation import InvalidInput, check_config, parse_config, validate_repo_id, validate_revision
+from service.submissions import SubmissionInput, SubmissionRejected, create_submission, upload_read_size
+from service.validation import InvalidInput
 
 
 @dataclass
@@ -38,40 +37,20 @@ async def create_from_form(session: Session, form: FormData, settings: Settings,
     values = {"model_id": model_id, "revision": revision}
     upload = form.get("config")
     has_file = isinstance(upload, UploadFile) and bool(upload.filename)
-    errors: list[tuple[str, str]] = []
-
+    data = SubmissionInput(model_id=model_id or None, revision=revision or None,
+                           config=await upload.read(upload_read_size(settings)) if has_file else None)
     who = token_name(session, _text(form, "token"))
-    if who is None:
-        errors.append(("token", "API token missing or not valid: create one with `compat token create NAME`."))
-    cfg = architecture = None
+    hook = (lambda sid: enqueue(sid, database_url)) if enqueue is not None else None
     try:
-        if model_id:
-            validate_repo_id(model_id)
-        if revision:
-            validate_revision(revision)
-        if has_file:
-            data = await upload.read(settings.max_upload_bytes + 1)
-            cfg = parse_config(data, settings.max_upload_bytes)
-            # Building on the meta device is CPU work: keep it off the event loop.
-            architecture, _ = await run_in_threadpool(check_config, cfg, settings.max_submission_params)
-        elif not model_id:
-            raise InvalidInput("model_id", "give a Hub model id or upload a config.json")
-    except InvalidInput as exc:
-        errors.append((exc.field, _readable(exc)))
-    if errors:
-        return FormResult(errors=errors, values=values)
-
-    now = datetime.now(UTC)
-    sub = Submission(model_id=model_id or None, revision=revision or None, config=cfg, architecture=architecture,
-                     state="queued", token_name=who, created=now, updated=now)
-    session.add(sub)
-    session.commit()
-    if enqueue is not None:
-        enqueue(sub.id, database_url)
+        # Blocking (DB, meta-device build): keep it off the event loop.
+        sub = await run_in_threadpool(create_submission, session, data, submitter=who, settings=settings,
+                                      enqueue=hook)
+    except SubmissionRejected as exc:
+        return FormResult(errors=[(e.field, _readable(e)) for e in exc.errors], values=values)
     return FormResult(submission_id=sub.id, values=values)
 
 
-_LABELS = {"model_id": "Model id", "revision": "Revision", "config": "config.json"}
+_LABELS = {"token": "API token", "model_id": "Model id", "revision": "Revision", "config": "config.json"}
 
 
 def _readable(exc: InvalidInput) -> str:

@@ -5,7 +5,6 @@ Writing needs a bearer token; the run itself starts through ``worker.interface``
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, File, Form, Path, Request, UploadFile
@@ -15,27 +14,11 @@ from sqlalchemy.orm import Session
 
 from service import queries
 from service import schemas as S
+from service import submissions as rules
 from service.api.deps import WRITE_ERRORS, get_session, reject_unknown_query, require_token
-from service.models import Submission
-from service.validation import (
-    MODEL_ID_PATTERN,
-    REVISION_PATTERN,
-    InvalidInput,
-    check_config,
-    parse_config,
-    validate_repo_id,
-    validate_revision,
-)
+from service.validation import MODEL_ID_PATTERN, REVISION_PATTERN
 
 router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=WRITE_ERRORS)
-
-
-async def _read_capped(upload: UploadFile, limit: int) -> bytes:
-    # Read one byte past the cap so an oversized upload is detected without reading all of it.
-    data = await upload.read(limit + 1)
-    if len(data) > limit:
-        raise InvalidInput("config", f"config.json exceeds the upload limit of {limit} bytes")
-    return data
 
 
 @router.post("/submissions", status_code=202, response_model=S.SubmissionCreated,
@@ -52,24 +35,12 @@ async def create_submission(
     config: Annotated[UploadFile | None, File(description="config.json")] = None,
 ) -> JSONResponse:
     settings = request.app.state.settings
-    if model_id is not None:
-        validate_repo_id(model_id)
-    if revision is not None:
-        validate_revision(revision)
-    cfg = None
-    architecture = None
-    if config is not None:
-        cfg = parse_config(await _read_capped(config, settings.max_upload_bytes), settings.max_upload_bytes)
-        # Building on the meta device is CPU work: keep it off the event loop.
-        architecture, _ = await run_in_threadpool(check_config, cfg, settings.max_submission_params)
-    elif model_id is None:
-        raise InvalidInput("model_id", "give a Hub model id or upload a config.json")
-    now = datetime.now(UTC)
-    sub = Submission(model_id=model_id, revision=revision, config=cfg, architecture=architecture, state="queued",
-                     token_name=token, created=now, updated=now)
-    session.add(sub)
-    session.commit()
-    background.add_task(request.app.state.enqueue_submission, sub.id, request.app.state.database_url)
+    raw = await config.read(rules.upload_read_size(settings)) if config is not None else None
+    hook, database_url = request.app.state.enqueue_submission, request.app.state.database_url
+    # The run starts after the 202 is sent. create_submission blocks (DB, meta-device build): off the event loop.
+    sub = await run_in_threadpool(
+        rules.create_submission, session, rules.SubmissionInput(model_id=model_id, revision=revision, config=raw),
+        submitter=token, settings=settings, enqueue=lambda sid: background.add_task(hook, sid, database_url))
     url = f"/api/v1/submissions/{sub.id}"
     body = S.SubmissionCreated(id=sub.id, state=sub.state, url=url)
     return JSONResponse(body.model_dump(), status_code=202, headers={"Location": url})
