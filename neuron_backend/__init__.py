@@ -5,7 +5,8 @@ explicit op table per profile (profiles/*.json, NEURON_PROFILE) with per-op dtyp
 to int32 (values wrap), rejection of data-dependent output shapes (nonzero, unique, masked_select, boolean indexing)
 and of host syncs inside compiled graphs; ops outside the table lowered through ``torch._decomp`` first; typed errors
 (NeuronUnsupportedOpError / NeuronUnsupportedDtypeError) naming op, dtypes and shapes; an opt-in CPU fallback
-(NEURON_CPU_FALLBACK=1) that records what fell back; compiler-style bf16 matmul numerics (NEURON_AUTOCAST_MATMUL);
+(NEURON_CPU_FALLBACK=1) that records what fell back and, where the host kernel lacks the dtype too (integer histc),
+runs the op's decomposition or a widened copy cast back (fallback.py); compiler-style bf16 matmul numerics (NEURON_AUTOCAST_MATMUL);
 per-core memory accounting with torch.OutOfMemoryError (NEURON_CORES x NEURON_MEMORY_GB); a ``neuron`` torch.compile
 backend (AOT Autograd + core-aten decompositions, op-table check, recompilation counts).
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import memory, numerics, policy, stats
+from neuron_backend import fallback, memory, numerics, policy, stats
 from neuron_backend.errors import NeuronUnsupportedOpError
 from neuron_backend.tensor import NeuronTensor, set_dispatch, wrap
 
@@ -186,7 +186,8 @@ def dispatch(func, args, kwargs):
         return policy.run_decomposition(func, dtypes, args, kwargs, _shapes)
     if decision == policy.FALLBACK:
         stats.record_fallback(func, dtypes)
-        return _wrap_out(func, numerics.host_result(func(*new_args, **new_kwargs)), args, kwargs, core)
+        out = fallback.run_on_host(func, new_args, new_kwargs)  # widens where the host kernel lacks the dtype
+        return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
     err = policy.error_for(func, dtypes, _shapes(args, kwargs))
     if _tracing(new_args):
         raise _graph_break(func, err)

@@ -72,3 +72,16 @@ def test_unwrap_error_finds_typed_error_in_wrappers():
     except RuntimeError as outer:
         assert neuron_backend.unwrap_error(outer) is inner
     assert neuron_backend.unwrap_error(ValueError("x")) is None
+
+
+def test_op_outside_the_table_in_a_device_graph_is_rejected_by_the_backend(dev):
+    # A factory made on the device inside the compiled region never reaches the device's dispatcher while Dynamo
+    # traces (it is a plain fake neuron tensor), so only the backend's op-table check can reject cummax: Dynamo then
+    # wraps the typed error in BackendCompilerFailed, and unwrap_error finds it.
+    torch._dynamo.reset()
+    f = torch.compile(lambda x: x + torch.cummax(torch.arange(4.0, device="neuron"), 0).values, backend="neuron")
+    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as info:
+        f(torch.ones(4, device="neuron"))
+    err = neuron_backend.unwrap_error(info.value)
+    assert isinstance(err, NeuronUnsupportedOpError) and err.op == "aten::cummax" and err.dtypes == ("Float",)
+    torch._dynamo.reset()

@@ -154,3 +154,44 @@ def test_static_cache_generate_compiles_with_the_neuron_backend(dev, checkpoints
     assert torch.equal(got.cpu(), ref)
     assert neuron_backend.compile_stats()["compilations"] >= 1
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+def test_compiled_forward_of_a_device_map_checkpoint_matches_eager(dev, checkpoints, kind, exact_numerics):
+    # The harness' compile check: from_pretrained(device_map="neuron") + torch.compile(backend="neuron",
+    # dynamic=False). Transformers builds the attention mask from arange(device="neuron"), which Dynamo's fake
+    # pass makes a plain fake neuron tensor; it must meet the wrapped inputs without a neuron/cpu device clash.
+    torch._dynamo.reset()
+    neuron_backend.reset_compile_stats()
+    model = AutoModelForCausalLM.from_pretrained(checkpoints[kind], device_map="neuron").eval()
+    ids = _ids()
+    kw = dict(input_ids=ids.to("neuron"), attention_mask=torch.ones_like(ids).to("neuron"))
+    with torch.no_grad():
+        eager = model(**kw).logits.cpu()
+        got = torch.compile(model, backend="neuron", dynamic=False)(**kw).logits
+    assert got.device.type == "neuron"
+    assert neuron_backend.compile_stats()["graphs"] >= 1
+    # Same host kernels, but AOT's core-aten decompositions may reassociate (layer norm, softmax): 1e-5 absolute.
+    torch.testing.assert_close(got.cpu(), eager, atol=1e-5, rtol=0)
+    torch._dynamo.reset()
+
+
+def test_moe_model_runs_with_cpu_fallback_and_records_histc(dev, exact_numerics):
+    # The CPU has no integer histc kernel either: the fallback computes it in a wider dtype and casts back.
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch.manual_seed(0)
+    cfg = MixtralConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2)
+    cpu = MixtralForCausalLM(cfg).eval()
+    neuron_backend.set_cpu_fallback(True)
+    neuron_backend.reset_fallback_ops()
+    model = MixtralForCausalLM(cfg).eval()
+    model.load_state_dict(cpu.state_dict())
+    model.to("neuron")
+    ids = _ids()
+    with torch.no_grad(), pytest.warns(UserWarning, match="histc"):
+        got = model(ids.to("neuron")).logits.cpu()
+    assert any(op.startswith("aten::histc (Int") for op in neuron_backend.fallback_ops()), neuron_backend.fallback_ops()
+    # fp32 numerics: the device and its fallback run the host's own kernels; only expert grouping order differs.
+    torch.testing.assert_close(got, cpu(ids).logits.detach(), atol=1e-5, rtol=0)
