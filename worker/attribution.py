@@ -103,14 +103,22 @@ def _is_device_dtype_error(exc: BaseException) -> bool:
 
 
 def _innermost(exc: BaseException) -> BaseException:
-    """Walk __cause__/__context__ to the device error that started it (accelerate and HF re-wrap errors)."""
+    """Find the device error that started it (accelerate and HF re-wrap errors; so does torch.compile).
+
+    Follows __cause__/__context__ and the links Dynamo keeps instead: BackendCompilerFailed.inner_exception (raised
+    ``from None``) and the typed error a neuron graph break carries (``neuron_error``, as neuron_backend.unwrap_error).
+    """
     seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        cur = stack.pop(0)
+        if cur is None or id(cur) in seen:
+            continue
         seen.add(id(cur))
         if _is_device_op_error(cur) or isinstance(cur, (torch.OutOfMemoryError, MemoryError)):
             return cur
-        cur = cur.__cause__ or cur.__context__
+        stack += [getattr(cur, "inner_exception", None), getattr(cur, "neuron_error", None), cur.__cause__,
+                  cur.__context__]
     return exc
 
 

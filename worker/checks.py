@@ -66,7 +66,7 @@ def check_load(ctx: CheckContext) -> judge.Verdict:
 def check_forward(ctx: CheckContext) -> judge.Verdict:
     logits = forward_logits(ctx.model, ctx.ref.inputs, ctx.device.torch_device)
     ctx.device.synchronize()
-    return judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.golden_logits, ctx.ref.policy)
+    return judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
 
 
 def check_generate(ctx: CheckContext) -> judge.Verdict:
@@ -95,7 +95,7 @@ def check_compile(ctx: CheckContext) -> judge.Verdict:
         logits = forward_logits(compiled, ctx.ref.inputs, ctx.device.torch_device)
     finally:
         torch._dynamo.reset()
-    verdict = judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.golden_logits, ctx.ref.policy)
+    verdict = judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
     verdict.metrics["backend"] = ctx.device.compile_backend
     return verdict
 

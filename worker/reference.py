@@ -174,8 +174,16 @@ class Reference:
         with self.recorder:
             return fn()
 
+    @property
+    def precise_logits(self) -> torch.Tensor | None:
+        """The most precise CPU logits to measure errors against: the fp64 run; where a kernel lacks fp64 (MoE
+        ``_grouped_mm``), the fp32 run under a reduced policy (still finer than bf16 matmuls), else None."""
+        if self.golden_logits is not None:
+            return self.golden_logits
+        return self.logits if self.policy in judge.REDUCED_POLICIES else None
+
     def logit_bound(self) -> float:
-        return judge.logit_error_bound(self.policy_logits, self.golden_logits, self.policy)
+        return judge.logit_error_bound(self.policy_logits, self.precise_logits, self.policy)
 
     def generation(self) -> tuple[list[int], list[float]]:
         if "gen" not in self._cache:

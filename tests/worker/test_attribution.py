@@ -80,3 +80,29 @@ def test_recorder_traces_ops_with_dtypes_in_first_use_order() -> None:
     assert rec.ops[0] == "aten::addmm (Float)" or "aten::t (Float)" in rec.ops
     assert "aten::addmm (Float)" in rec.ops and "aten::relu (Float)" in rec.ops
     assert rec.failing_op is None
+
+
+def test_compile_failures_are_attributed_to_the_device_op() -> None:
+    # Real torch.compile failures: Dynamo raises BackendCompilerFailed ``from None`` (the typed error rides on
+    # inner_exception), and with fullgraph=True a neuron graph break surfaces as Unsupported carrying neuron_error.
+    import neuron_backend  # noqa: F401  (registers the device and backend="neuron")
+
+    def cummax_of_device_factory(x):
+        return x + torch.cummax(torch.arange(4.0, device="neuron"), 0).values
+
+    cases = [
+        (torch.compile(cummax_of_device_factory, backend="neuron"), Status.UNSUPPORTED_OP, "aten::cummax (Float)"),
+        (torch.compile(lambda x: torch.nonzero(x > 0) + 1, backend="neuron", fullgraph=True),
+         Status.UNSUPPORTED_OP, "aten::nonzero (Bool)"),
+    ]
+    for fn, status, op in cases:
+        torch._dynamo.reset()
+        try:
+            fn(torch.ones(4, device="neuron"))
+        except Exception as exc:  # noqa: BLE001 - the wrapper type is what is under test
+            assert type(exc).__name__ in {"BackendCompilerFailed", "Unsupported"}, type(exc)
+            got = attribute(exc)
+            assert (got.status, got.blocking_op, got.op_from_device) == (status, op, True)
+        else:
+            raise AssertionError(f"{op} compiled without error")
+    torch._dynamo.reset()

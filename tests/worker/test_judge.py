@@ -121,3 +121,31 @@ def test_bf16_matmul_emulation_rounds_matmul_operands_only() -> None:
     assert got.dtype == torch.float32 and torch.equal(got, want)
     assert not torch.equal(got, a @ b)
     assert torch.equal(summed, a + 1e-3)
+
+
+def test_reduced_policy_without_fp64_is_measured_against_the_fp32_run() -> None:
+    # MoE models whose _grouped_mm has no fp64 kernel have no golden run. Under bf16_matmul the fp32 run is the
+    # precise reference: a device that differs from the policy reference by bf16-level rounding (relative 2**-8, the
+    # same size as the reference's own rounding) passes; one that is off by 5% does not.
+    from pathlib import Path
+
+    from worker.reference import Reference
+
+    truth = _golden().float()
+    gen = torch.Generator().manual_seed(1)
+
+    def rounded():  # an independent bf16-sized perturbation, like a different matmul rounding order
+        return truth * (1 + torch.randn(truth.shape, generator=gen) * 2**-9)
+
+    policy_ref = rounded()
+    ref = Reference(path=Path("."), policy="bf16_matmul", seed=0, model=torch.nn.Identity(), inputs={},
+                    logits=truth, policy_logits=policy_ref, golden_logits=None,
+                    determinism=judge.Verdict(Status.PASS, {}))
+    assert ref.precise_logits is truth
+    assert judge.judge_numerics(rounded(), policy_ref, ref.precise_logits, ref.policy).passed
+    assert not judge.judge_numerics(truth * 1.05, policy_ref, ref.precise_logits, ref.policy).passed
+    # Without a precise run the policy reference judges itself with error 0: bf16-level noise would fail.
+    assert not judge.judge_numerics(rounded(), policy_ref, None, ref.policy).passed
+    fp32 = Reference(path=Path("."), policy="fp32", seed=0, model=torch.nn.Identity(), inputs={}, logits=truth,
+                     policy_logits=truth, golden_logits=None, determinism=judge.Verdict(Status.PASS, {}))
+    assert fp32.precise_logits is None
