@@ -65,6 +65,16 @@ def dispose_engine(database_url: str) -> None:
         engine.dispose()
 
 
+def dispose_all(close: bool = False) -> None:
+    """Drop every engine's pooled connections; the engines stay registered and reconnect on next use.
+    ``close=False`` leaves the sockets open: after a fork the parent still owns them, and closing them from the
+    child would end the parent's sessions too."""
+    with _lock:
+        engines = list(_engines.values())
+    for engine in engines:
+        engine.dispose(close=close)
+
+
 def session_factory(database_url: str | None = None) -> sessionmaker[Session]:
     return sessionmaker(bind=get_engine(database_url), expire_on_commit=False)
 

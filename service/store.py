@@ -204,6 +204,13 @@ class Store:
                              .order_by(Result.rank.nulls_last(), Result.architecture, Result.device, Result.id))
             return [row_to_record(r) for r in rows]
 
+    def stored_pairs(self, run_id: str) -> set[tuple[str, str]]:
+        """(architecture, device) pairs of the run that have results: one narrow query, not every record with its
+        log (the worker asks for each task, so reading whole runs would grow quadratically with the catalog)."""
+        with self.session() as s:
+            rows = s.execute(select(Result.architecture, Result.device).distinct().where(Result.run_id == run_id))
+            return {(arch, dev) for arch, dev in rows}
+
     def latest_results(self, architecture: str, device: str | None = None) -> list[ResultRecord]:
         """Results of ``architecture`` from the newest run that has any, per device (submission runs,
         which measure a submitter's own config, are not counted)."""

@@ -98,23 +98,11 @@ def complete_records(entry: ArchitectureEntry, device: str, checks: list[Check],
     return out
 
 
-def stored_pairs(store: Any, run_id: str) -> set[tuple[str, str]]:
-    """(architecture, device) pairs of the run that have results: one narrow query, not every record with its log
-    (each task asks twice, so reading whole runs would grow quadratically with the catalog)."""
-    from sqlalchemy import select
-
-    from service.models import Result
-
-    with store.session() as s:
-        rows = s.execute(select(Result.architecture, Result.device).distinct().where(Result.run_id == run_id))
-        return {(arch, dev) for arch, dev in rows}
-
-
 def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, checks: list[Check], *,
              seed: int, workdir: Path, runner: Runner | None = None) -> str:
     """Run one architecture on one device and store its records. Idempotent: a pair that already has results in
     this run (a redelivered task whose first delivery finished) is not run again. Returns "ran" or "skipped"."""
-    if (entry.name, device) in stored_pairs(store, run_id):
+    if (entry.name, device) in store.stored_pairs(run_id):
         return "skipped"
     runner = runner or resolve_runner()
     traces: list[dict[str, Any]] = []
@@ -144,7 +132,7 @@ def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, che
 def record_failure(store: Any, run_id: str, entry: ArchitectureEntry, device: str, checks: list[Check],
                    status: Status, reason: str, error_type: str) -> bool:
     """Write crash/timeout records unless the pair already has results (first writer wins). True if written."""
-    if (entry.name, device) in stored_pairs(store, run_id):
+    if (entry.name, device) in store.stored_pairs(run_id):
         return False
     store.add_results(run_id, failure_records(entry, device, checks, status, reason, error_type))
     return True
@@ -152,7 +140,7 @@ def record_failure(store: Any, run_id: str, entry: ArchitectureEntry, device: st
 
 def progress(store: Any, run_id: str) -> int:
     """How many architectures of a run have results."""
-    return len(stored_pairs(store, run_id))
+    return len(store.stored_pairs(run_id))
 
 
 def finalize(store: Any, run_id: str, device: str, trigger: str) -> RunOutcome:

@@ -38,8 +38,7 @@ def _forget_inherited_connections(**_: Any) -> None:
     corrupt it): drop them without closing (closing would end the parent's session too)."""
     from service import db
 
-    for engine in list(getattr(db, "_engines", {}).values()):
-        engine.dispose(close=False)
+    db.dispose_all(close=False)
     store_for.cache_clear()
     _warm_pool_process()
 

@@ -56,6 +56,30 @@ def test_run_complete_only_when_every_planned_result_is_in(db_url: str) -> None:
     assert store.finish_run(run.id) == "complete"
 
 
+def test_stored_pairs_are_the_pairs_with_results_of_that_run_only(db_url: str) -> None:
+    store = Store(db_url)
+    run, other = make_run(), make_run()
+    for r in (run, other):
+        store.start_run(r, ARCHS, [(a.name, "neuron", str(c)) for a in ARCHS for c in CHECKS])
+    assert store.stored_pairs(run.id) == set()
+    store.add_results(run.id, [rec("LlamaForCausalLM", Check.LOAD), rec("LlamaForCausalLM", Check.FORWARD),
+                               rec("GPT2LMHeadModel", Check.LOAD, Status.ERROR)])
+    store.add_results(other.id, [rec("Qwen2ForCausalLM", Check.LOAD)])
+    assert store.stored_pairs(run.id) == {("LlamaForCausalLM", "neuron"), ("GPT2LMHeadModel", "neuron")}
+
+
+def test_dispose_all_drops_pooled_connections_and_engines_reconnect(sqlite_url: str) -> None:
+    store = Store(sqlite_url)
+    engine = db.get_engine(sqlite_url)
+    with engine.connect() as conn:
+        conn.exec_driver_sql("SELECT 1")
+    assert engine.pool.checkedin() >= 1
+    db.dispose_all(close=False)
+    assert engine.pool.checkedin() == 0, "the pool was replaced: no inherited connection is reused"
+    assert db.get_engine(sqlite_url) is engine, "engines stay registered"
+    assert store.run_results("no-such-run") == []
+
+
 def test_error_and_fields_round_trip(db_url: str) -> None:
     store = Store(db_url)
     run = make_run()
