@@ -1,4 +1,4 @@
-"""FastAPI app factory: REST API under /api/v1, /healthz, /metrics, and the dashboard pages at /.
+"""FastAPI app factory: REST API under /api/v1 (schema at /openapi.json), /healthz, /metrics, dashboard pages at /.
 
 Every error leaves as a JSON body ({"error", "detail"}); the catch-all handler keeps even bugs out of HTML.
 """
@@ -104,8 +104,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     settings = settings or get_settings()
     if migrate:
         db.upgrade(settings.database_url)
+    # Swagger UI and ReDoc load their scripts and styles from CDNs and FastAPI ships no local copy: they would be
+    # blank pages offline, so they are off. The schema itself stays at /openapi.json.
     app = FastAPI(title="neuron-compat", version="1", summary="Which Hugging Face causal-LM architectures run "
-                  "correctly on a PyTorch device, and why the rest fail.")
+                  "correctly on a PyTorch device, and why the rest fail.", docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.database_url = settings.database_url
     app.state.enqueue_submission = _enqueue
