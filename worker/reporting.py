@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rich.table import Table
+from rich.text import Text
 
 from compat.results import (
     ALL_CHECKS,
@@ -108,10 +109,17 @@ def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> 
 
 
 def results_table(records: list[ResultRecord], title: str) -> Table:
-    """One row per check of one architecture (``compat show``)."""
+    """One row per check of one architecture (``compat show``).
+
+    Status, op and timing never wrap (they are what a reader scans); the free-text detail takes the rest of the
+    width and folds, so a narrow terminal still shows every status whole.
+    """
     table = Table(title=title)
-    for col in ("device", "check", "status", "detail", "blocking op", "seconds"):
-        table.add_column(col)
+    for col in ("device", "check", "status"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("detail", ratio=1, overflow="fold")
+    table.add_column("blocking op", no_wrap=True)
+    table.add_column("seconds", no_wrap=True, justify="right")
     order = {c: i for i, c in enumerate(ALL_CHECKS)}
     for r in sorted(records, key=lambda r: (r.device, order.get(r.check, 99))):
         detail = r.reason or (r.error.message.splitlines()[0][:120] if r.error and r.error.message else "")
@@ -121,7 +129,9 @@ def results_table(records: list[ResultRecord], title: str) -> Table:
             detail += f" [fallback: {', '.join(r.fallback_ops[:5])}]"
         if r.known_issue:
             detail += f" [known: {r.known_issue}]"
-        table.add_row(r.device, str(r.check), str(r.status), detail, r.blocking_op or "", f"{r.duration_s:.2f}")
+        # Text, not a str: "[known: ...]" would otherwise be parsed as rich markup and silently vanish.
+        table.add_row(r.device, str(r.check), str(r.status), Text(detail), Text(r.blocking_op or ""),
+                      f"{r.duration_s:.2f}")
     return table
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+
 from compat.results import Check, ResultRecord, Status
-from worker.reporting import arch_verdict, blockers, coverage, coverage_table
+from worker.reporting import arch_verdict, blockers, coverage, coverage_table, results_table
 
 
 def rec(arch: str, check: str, status: str = "pass", op: str | None = None, fallback=(), known=None):  # noqa: ANN001, ANN201
@@ -74,3 +76,15 @@ def test_known_issues_mark_matching_failures_only() -> None:
     assert out[1].known_issue is None and out[2].known_issue is None
     on_cpu = recs[0].model_copy(update={"device": "cpu"})
     assert annotate([on_cpu], issues)[0].known_issue is None  # the histc entry is for neuron only
+
+
+def test_results_table_shows_known_issue_and_fallback_text_verbatim() -> None:
+    # Bracketed notes look like rich markup; they must be printed, not swallowed as tags.
+    recs = [rec("M", "forward", "unsupported_dtype", op="aten::histc (Int)", known="MoE histc on ints"),
+            rec("M", "generate", fallback=["aten::_is_all_true (Bool)"])]
+    console = Console(width=200, record=True)
+    console.print(results_table(recs, title="M"))
+    text = console.export_text()
+    assert "[known: MoE histc on ints]" in text
+    assert "[fallback: aten::_is_all_true (Bool)]" in text
+    assert "unsupported_dtype" in text and "aten::histc (Int)" in text
