@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,13 @@ from dist_env import HERE, REPO, VENV_BIN, free_port  # noqa: F401 - re-exported
 from compat.results import ArchitectureEntry, Check, DeviceInfo, RunInfo, Trigger
 from compat.settings import Settings
 from worker.executors import SweepPlan
+
+# ``pg_schema`` (the private-schema PostgreSQL helper, shared with tests/service) lives in tests/helpers.
+_HELPERS = str(Path(__file__).parents[1] / "helpers")
+if _HELPERS not in sys.path:
+    sys.path.insert(0, _HELPERS)
+
+from pg_schema import ensure_postgres, private_schema  # noqa: E402 - needs the path set above
 
 SHARED_REDIS = "redis://127.0.0.1:6379"
 REDIS_DB = 13  # this area's own DB number on the shared Redis
@@ -46,26 +54,9 @@ def shared_redis() -> str:
     return url
 
 
-def _pg_user() -> str | None:
-    import psycopg
-
-    for user in ("root", "postgres"):
-        try:
-            psycopg.connect(f"host=127.0.0.1 user={user} dbname=test", connect_timeout=3).close()
-            return user
-        except psycopg.OperationalError:
-            continue
-    return None
-
-
 @pytest.fixture(scope="session")
 def pg_user() -> str:
-    user = _pg_user()
-    if user is None and shutil.which("pg_ctlcluster") and Path("/etc/postgresql").is_dir():
-        for version in sorted(p.name for p in Path("/etc/postgresql").iterdir()):
-            subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"],
-                           capture_output=True, timeout=60)
-        user = _pg_user()
+    user = ensure_postgres()
     if user is None:
         pytest.skip("PostgreSQL on 127.0.0.1:5432 is down and could not be started: distributed tests NOT RUN")
     return user
@@ -74,20 +65,8 @@ def pg_user() -> str:
 @pytest.fixture
 def pg_url(pg_user: str) -> Iterator[str]:
     """A private schema per test: concurrent sessions and earlier tests never share rows."""
-    import psycopg
-
-    schema = f"dist_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(f"host=127.0.0.1 user={pg_user} dbname=test", autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    url = f"postgresql+psycopg://{pg_user}@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
-    yield url
-    from service.db import dispose_engine
-
-    dispose_engine(url)
-    with psycopg.connect(f"host=127.0.0.1 user={pg_user} dbname=test", autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
-
-
+    with private_schema(pg_user, "dist_") as url:
+        yield url
 
 
 class OwnRedis:

@@ -5,46 +5,24 @@ PostgreSQL tests get a private schema (search_path) so concurrent test runs neve
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
-import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-# Test modules import ``svc_helpers`` from this directory; make that work under any --import-mode.
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
+# Test modules import ``svc_helpers`` from this directory, and this file imports ``pg_schema`` (shared with
+# tests/distributed) from tests/helpers; make both work under any --import-mode.
+for _dir in (Path(__file__).parent, Path(__file__).parents[1] / "helpers"):
+    if str(_dir) not in sys.path:
+        sys.path.insert(0, str(_dir))
 
-PG_BASE = "postgresql+psycopg://{user}@127.0.0.1:5432/test"
-
-
-def _pg_user() -> str | None:
-    import psycopg
-
-    for user in ("root", "postgres"):
-        try:
-            psycopg.connect(f"host=127.0.0.1 user={user} dbname=test", connect_timeout=3).close()
-            return user
-        except psycopg.OperationalError:
-            continue
-    return None
-
-
-def _ensure_postgres() -> str | None:
-    user = _pg_user()
-    if user is None and shutil.which("pg_ctlcluster") and Path("/etc/postgresql").is_dir():
-        for version in sorted(p.name for p in Path("/etc/postgresql").iterdir()):
-            subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"],
-                           capture_output=True, timeout=60)
-        user = _pg_user()
-    return user
+from pg_schema import ensure_postgres, private_schema  # noqa: E402 - needs the path set above
 
 
 @pytest.fixture(scope="session")
 def pg_user() -> str:
-    user = _ensure_postgres()
+    user = ensure_postgres()
     if user is None:
         pytest.skip("PostgreSQL on 127.0.0.1:5432 is down and could not be started: postgres store tests NOT RUN")
     return user
@@ -56,19 +34,9 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def pg_url(pg_user: str):
-    import psycopg
-
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(f"host=127.0.0.1 user={pg_user} dbname=test", autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    url = PG_BASE.format(user=pg_user) + f"?options=-csearch_path%3D{schema}"
-    yield url
-    from service.db import dispose_engine
-
-    dispose_engine(url)
-    with psycopg.connect(f"host=127.0.0.1 user={pg_user} dbname=test", autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+def pg_url(pg_user: str) -> Iterator[str]:
+    with private_schema(pg_user, "t_") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
