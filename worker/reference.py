@@ -21,6 +21,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoModelForCausalLM, GenerationConfig
 
+from worker import inputs as input_table
 from worker import judge
 from worker.optrace import OpRecorder
 
@@ -40,19 +41,32 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def make_inputs(vocab_size: int, seed: int) -> dict[str, torch.Tensor]:
-    """Fixed forward/train inputs (2 x 16 token ids) and a generation prompt (1 x 8), from ``seed``."""
+def make_inputs(vocab_size: int, seed: int, config: object | None = None) -> dict[str, torch.Tensor]:
+    """Fixed forward/train inputs (2 x 16 token ids), train labels and a generation prompt (1 x 8), from ``seed``.
+
+    Shapes follow the architecture's entry in worker/inputs.py (e.g. MusicGen: one row per codebook per sample)."""
+    spec = input_table.spec_for(config)
+    rows = input_table.rows_per_sample(spec, config)
     gen = torch.Generator().manual_seed(seed)
     high = max(2, min(vocab_size, MAX_INPUT_ID))
-    ids = torch.randint(1, high, (BATCH, SEQ), generator=gen)
-    prompt = torch.randint(1, high, (1, PROMPT_LEN), generator=gen)
-    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "prompt": prompt}
+    ids = torch.randint(1, high, (BATCH * rows, SEQ), generator=gen)
+    prompt = torch.randint(1, high, (rows, PROMPT_LEN), generator=gen)
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "prompt": prompt,
+              "labels": input_table.train_labels(spec, ids, config)}
+    if spec.train_pixel_values:
+        inputs["pixel_values"] = input_table.pixel_values(config, BATCH, gen)
+    return inputs
 
 
-def greedy_config() -> GenerationConfig:
-    # A fresh config: no eos (so both sides produce exactly NEW_TOKENS), no sampling, no beam search.
-    return GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
-                            pad_token_id=0, eos_token_id=None, bos_token_id=None)
+def greedy_config(model_config: object | None = None) -> GenerationConfig:
+    # A fresh config: no eos (so both sides produce exactly NEW_TOKENS), no sampling, no beam search; plus the
+    # model's own ids that its generate() needs (worker/inputs.py generation_fields).
+    fields = {"pad_token_id": 0, "eos_token_id": None, "bos_token_id": None}
+    for name in input_table.spec_for(model_config).generation_fields:
+        fields[name] = getattr(model_config, name)
+    # num_return_sequences explicit: MusicGen's own generate() reads it without the generic path's default.
+    return GenerationConfig(do_sample=False, num_beams=1, num_return_sequences=1, max_new_tokens=NEW_TOKENS,
+                            min_new_tokens=NEW_TOKENS, **fields)
 
 
 def model_class_for(path: Path) -> type:
@@ -83,11 +97,14 @@ def forward_logits(model: torch.nn.Module, inputs: dict[str, torch.Tensor], devi
 
 def greedy(model: torch.nn.Module, prompt: torch.Tensor, device: str = "cpu") -> tuple[list[int], list[float]]:
     """Greedy new tokens and, per step, the top-1 minus top-2 logit margin."""
-    model.generation_config = greedy_config()
+    model.generation_config = greedy_config(model.config)
     with torch.no_grad():
         out = model.generate(prompt.to(device), attention_mask=torch.ones_like(prompt).to(device),
                              return_dict_in_generate=True, output_logits=True)
-    tokens = out.sequences[0, prompt.shape[1]:].tolist()
+    # Codebook decoders return (batch, codebooks, len) with the delay pattern's pads stripped (MusicGen drops its
+    # prompt's first position): the new tokens are the last len(logits) of the first row (sample 0, codebook 0).
+    sequences = out.sequences.reshape(-1, out.sequences.shape[-1])
+    tokens = sequences[0, sequences.shape[-1] - len(out.logits):].tolist()
     margins = []
     for step in out.logits:
         top2 = step[0].detach().to("cpu", torch.float64).topk(2).values
@@ -98,12 +115,24 @@ def greedy(model: torch.nn.Module, prompt: torch.Tensor, device: str = "cpu") ->
 def train_step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], device: str = "cpu",
                ) -> dict[str, torch.Tensor]:
     """Loss, flattened gradients and updated parameters after one AdamW step (eval mode: dropout off, so RNG
-    streams that differ between devices cannot make the comparison flaky)."""
+    streams that differ between devices cannot make the comparison flaky; worker/inputs.py names the models that
+    refuse backward in eval mode, trained in train mode with their tiny configs' dropouts at 0)."""
+    spec = input_table.spec_for(model.config)
     model.zero_grad(set_to_none=True)
     ids = inputs["input_ids"].to(device)
-    loss = model(input_ids=ids, attention_mask=inputs["attention_mask"].to(device), labels=ids,
-                 use_cache=False).loss
-    loss.backward()
+    labels = inputs.get("labels", inputs["input_ids"]).to(device)
+    extra = {}
+    if "pixel_values" in inputs:
+        dtype = next(model.parameters()).dtype  # the fp64 golden copy takes fp64 images
+        extra["pixel_values"] = inputs["pixel_values"].to(device, dtype)
+    was_training = model.training
+    model.train(spec.train_mode or was_training)
+    try:
+        loss = model(input_ids=ids, attention_mask=inputs["attention_mask"].to(device), labels=labels,
+                     use_cache=False, **extra).loss
+        loss.backward()
+    finally:
+        model.train(was_training)
     params = [p for p in model.parameters() if p.requires_grad]
     grads = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1).cpu()
                        for p in params])
@@ -223,7 +252,7 @@ def prepare_reference(path: Path, policy: str, seed: int) -> Reference:
     except Exception as exc:
         raise ReferenceFailure(f"reference load failed: {type(exc).__name__}: {exc}") from exc
     vocab = int(getattr(model.config.get_text_config(), "vocab_size", 0) or MAX_INPUT_ID)
-    inputs = make_inputs(vocab, seed)
+    inputs = make_inputs(vocab, seed, model.config)
     recorder = OpRecorder()
     try:
         with recorder:
