@@ -18,7 +18,7 @@ from compat.settings import get_settings
 from worker.checks import RUN_ORDER
 from worker.devices import Device, device_versions, resolve_device
 from worker.pool import Outcome, Pool, Task
-from worker.runner import repro_command, run_architecture
+from worker.runner import ARCH_THREADS, repro_command, run_architecture
 
 # Pool outcome kind -> the status of the check that was running when the worker was stopped.
 ABORT_STATUS = {"crash": Status.CRASH, "timeout": Status.TIMEOUT, "memory": Status.OOM, "error": Status.ERROR}
@@ -169,15 +169,12 @@ def _run_pool(entries: list[ArchitectureEntry], dev: Device, order: list[Check],
               col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int) -> None:
     by_name = {e.name: e for e in entries}
     checks = [str(c) for c in order]
-    # One intra-op thread per worker: tiny models (hidden ~64) lose more to thread sync than they gain (measured
-    # in bench/README.md: jobs=1 with 2 threads ran forward 5x and generate 2x slower per check than 1 thread).
-    threads = 1
     tasks = [Task(e.name, "worker.runner:pool_job", (e.model_dump(mode="json"), dev.name, checks, seed), stream=True)
              for e in entries]
     phases: dict[str, str | None] = {}
     traces: dict[str, OpTrace] = {}
     with Pool(min(jobs, len(entries)), time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb,
-              warmup="worker.runner:warm_worker", warmup_args=(threads, dev.name)) as pool:
+              warmup="worker.runner:warm_worker", warmup_args=(ARCH_THREADS, dev.name)) as pool:
         for ev in pool.run(tasks):
             name = ev.task.key
             entry = by_name[name]

@@ -49,11 +49,12 @@ def _warm_pool_process() -> None:
     settings = get_settings()
     if settings.run_hook:
         return  # tests/benchmarks with a stand-in runner: no torch needed
-    from worker.runner import warm_worker
+    from worker.runner import ARCH_THREADS, warm_worker
 
-    threads = int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count() or 1)
     try:
-        warm_worker(threads, settings.device)
+        # The in-process pool's thread count too: with one thread per core here, the Celery path ran the same
+        # checks ~1.5x slower than the in-process path (bench/README.md).
+        warm_worker(ARCH_THREADS, settings.device)
     except Exception:  # noqa: BLE001 - a failing warm-up must not kill every new pool process in a loop
         log.exception("pool process warm-up failed; architectures will import lazily")
 
