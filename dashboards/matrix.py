@@ -13,7 +13,7 @@ from dashboards.status_style import is_failure
 PER_PAGE = 100
 # Status filter values beyond the plain statuses: groups a user actually asks for.
 STATUS_GROUPS = {"failing": "any failing check", "not_supported": "not supported", "supported": "supported"}
-SORT_KEYS = {"rank": "Hub rank", "name": "name", "type": "model type", "failures": "failing checks"}
+SORT_KEYS = {"rank": "catalog rank", "name": "name", "type": "model type", "failures": "failing checks"}
 # Worst first when sorting a column by status.
 _SEVERITY = {s: i for i, s in enumerate([
     Status.CRASH, Status.ERROR, Status.UNSUPPORTED_OP, Status.UNSUPPORTED_DTYPE, Status.OOM, Status.MISMATCH,
