@@ -175,10 +175,20 @@ def dispatch(func, args, kwargs):
         decision = policy.decide(func, dtypes, args, kwargs)
         _decisions[key] = decision
     if decision == 0:  # policy.NATIVE; func._op skips OpOverload.__call__'s extra Python frame
-        return _wrap_out(func, func._op(*new_args, **new_kwargs), args, kwargs, core)
-    if decision == policy.MATMUL:
+        out = func._op(*new_args, **new_kwargs)
+    elif decision == policy.MATMUL:
         out = numerics.matmul(func, new_args, new_kwargs)
-        return _wrap_out(func, out, args, kwargs, core)
+    else:
+        return _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
+    # The common result, one fresh tensor of an op that writes no input (alias map already known to be empty), is
+    # wrapped here: one Python frame less than _wrap_out on the path every native op takes.
+    if type(out) is _Tensor and _write_aliases.get(fid) == ():
+        return wrap(out, core)
+    return _wrap_out(func, out, args, kwargs, core)
+
+
+def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core):
+    """The rarer decisions: int64 wrap, decomposition, CPU fallback, typed error."""
     if decision == policy.INT64_OP:
         out = func(*new_args, **new_kwargs)
         return _wrap_out(func, numerics.int64_wrap(out), args, kwargs, core)

@@ -42,8 +42,14 @@ def policy() -> str:
 
 def _round_bf16(t):
     if isinstance(t, torch.Tensor) and t.dtype is _F32:
-        return t.to(_BF16).to(_F32)
+        # .bfloat16().float() is the same cast as .to(bfloat16).to(float32) without Tensor.to's overload parsing
+        # (~1 us less per operand on this per-op path).
+        return t.bfloat16().float()
     return t
+
+
+# id(op) -> its operand positions: the name lookup runs once per op, not once per call.
+_operands: dict[int, tuple[int, ...]] = {}
 
 
 def matmul(func, args: list, kwargs: dict):
@@ -52,12 +58,15 @@ def matmul(func, args: list, kwargs: dict):
     Rounding the operands and multiplying in fp32 is exactly "bf16 inputs, fp32 accumulation": every bf16*bf16
     product is representable in fp32, so only the accumulation order differs from the hardware.
     """
-    name = func._schema.name
+    positions = _operands.get(id(func))
+    if positions is None:
+        positions = _operands[id(func)] = MATMUL_OPERANDS.get(func._schema.name, (0, 1))
     args = list(args)
-    for i in MATMUL_OPERANDS.get(name, (0, 1)):
-        if i < len(args):
+    n = len(args)
+    for i in positions:
+        if i < n:
             args[i] = _round_bf16(args[i])
-    return func(*args, **kwargs)
+    return func._op(*args, **kwargs)  # OpOverload._op: one Python frame less than OpOverload.__call__
 
 
 def int64_wrap(out):
