@@ -21,6 +21,9 @@ _peak: list[int] = [0] * CONFIG.cores
 # Entry count that forces a sweep, so dead entries stay bounded where peak and capacity are never approached.
 _SWEEP_MIN = 1024
 _sweep_at = _SWEEP_MIN
+# Pointers tracked since the last sweep. Temporaries die young, so releasing the dead among these first usually
+# brings the counted total (an upper bound of the exact one) back under the peak without scanning every storage.
+_young: list[int] = []
 
 
 def _fmt(n: int) -> str:
@@ -43,7 +46,16 @@ def sweep() -> None:
     global _sweep_at
     for ptr in [p for p, entry in _live.items() if _expired(entry[2])]:
         _drop(ptr)
+    _young.clear()
     _sweep_at = max(_SWEEP_MIN, 2 * len(_live))
+
+
+def _sweep_young() -> None:
+    for ptr in _young:
+        entry = _live.get(ptr)
+        if entry is not None and _expired(entry[2]):  # whatever now lives at ptr: any dead entry may go
+            _drop(ptr)
+    _young.clear()
 
 
 def check_fits(nbytes: int, core: int) -> None:
@@ -73,14 +85,19 @@ def track(wrapper: torch.Tensor, inner: torch.Tensor, core: int) -> None:
         _drop(ptr)  # the old storage died and the allocator reused its address
     nbytes = storage.nbytes()
     new_total = _allocated[core] + nbytes
-    if new_total > _peak[core] or new_total > CONFIG.memory_per_core or len(_live) >= _sweep_at:
-        sweep()  # the counted total may include dead storages: make it exact before a peak or OOM decision
-        check_fits(nbytes, core)
+    if new_total > _peak[core] or new_total > CONFIG.memory_per_core or len(_young) >= _SWEEP_MIN:
+        _sweep_young()
         new_total = _allocated[core] + nbytes
-        if new_total > _peak[core]:
-            _peak[core] = new_total
+        # Still over: the counted total may include older dead storages; make it exact before a peak/OOM decision.
+        if new_total > _peak[core] or new_total > CONFIG.memory_per_core or len(_live) >= _sweep_at:
+            sweep()
+            check_fits(nbytes, core)
+            new_total = _allocated[core] + nbytes
+            if new_total > _peak[core]:
+                _peak[core] = new_total
     _live[ptr] = (nbytes, core, storage._weak_ref())
     _allocated[core] = new_total
+    _young.append(ptr)
 
 
 def memory_allocated(core: int) -> int:
