@@ -222,9 +222,10 @@ class CeleryExecutor:
         return run_id
 
     def follow(self, store: Any, plan: SweepPlan, run_id: str, *, stall_timeout_s: float,
-               poll_s: float = 1.0, on_progress: ProgressFn | None = None) -> RunOutcome:
+               poll_s: float = 0.25, on_progress: ProgressFn | None = None) -> RunOutcome:
         """Wait until every architecture has results, or nothing new arrived for ``stall_timeout_s`` (then the
-        run is closed ``incomplete``); then finalize it (idempotent if the last task already did)."""
+        run is closed ``incomplete``); then finalize it (idempotent if the last task already did).
+        The poll is one narrow DISTINCT query; at 1 s it left up to a second idle after the last task."""
         total = len(plan.entries)
         last_done, last_change = -1, time.monotonic()
         while True:
