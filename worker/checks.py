@@ -79,10 +79,11 @@ def check_generate(ctx: CheckContext) -> judge.Verdict:
 def check_train(ctx: CheckContext) -> judge.Verdict:
     refs = ctx.ref.training()
     got = train_step(ctx.model, ctx.ref.inputs, ctx.device.torch_device)
-    pol, gold = refs["policy"], refs["golden"]
+    pol, precise = refs["policy"], refs["precise"]
     assert pol is not None
     verdicts = {
-        part: judge.judge_numerics(got[part], pol[part], gold[part] if gold else None, ctx.ref.policy, what=part)
+        part: judge.judge_numerics(got[part], pol[part], precise[part] if precise else None, ctx.ref.policy,
+                                   what=part)
         for part in ("loss", "grads", "params")
     }
     return judge.judge_all(verdicts)

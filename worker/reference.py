@@ -240,7 +240,10 @@ class Reference:
                     gold = train_step(copy.deepcopy(self._golden_model), self.inputs)
                 except Exception:  # noqa: BLE001 - fp64 is a nicety; judge falls back to the fp32 reference
                     gold = None
-            self._cache["train"] = {"fp32": fp32, "policy": pol, "golden": gold}
+            # As precise_logits: where fp64 cannot run, the fp32 step is still finer than the bf16-matmul policy
+            # run; measuring against the policy run itself would make its error 0 and every bf16 rounding a mismatch.
+            precise = gold if gold is not None else (fp32 if self.policy in judge.REDUCED_POLICIES else None)
+            self._cache["train"] = {"fp32": fp32, "policy": pol, "golden": gold, "precise": precise}
         return self._cache["train"]
 
 

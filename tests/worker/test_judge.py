@@ -149,3 +149,24 @@ def test_reduced_policy_without_fp64_is_measured_against_the_fp32_run() -> None:
     fp32 = Reference(path=Path("."), policy="fp32", seed=0, model=torch.nn.Identity(), inputs={}, logits=truth,
                      policy_logits=truth, golden_logits=None, determinism=judge.Verdict(Status.PASS, {}))
     assert fp32.precise_logits is None
+
+
+def test_train_without_fp64_is_measured_against_the_fp32_step(tmp_path) -> None:  # noqa: ANN001
+    # Mixtral's grouped-mm MoE has no fp64 CPU kernel, so there is no golden train step. Under bf16_matmul the fp32
+    # step must stand in as the precise reference (as for logits); judged against the policy step itself, the
+    # policy step's own error would be 0 and any device with bf16 rounding would be a false mismatch.
+    from compat.results import ArchitectureEntry
+    from worker.build import build_checkpoint
+    from worker.reference import prepare_reference
+
+    entry = ArchitectureEntry(name="MixtralForCausalLM", model_type="mixtral", rank=1)
+    built = build_checkpoint(entry, tmp_path / "ckpt", seed=0)
+    ref = prepare_reference(built.path, "bf16_matmul", seed=0)
+    refs = ref.training()
+    assert refs["golden"] is None
+    assert refs["precise"] is refs["fp32"]
+    # The fp32 step differs from the bf16-policy step by rounding only: measured against it, the policy step passes,
+    # while a step with gradients off by 5% does not (tolerances: Dynamo's, see worker/judge.py).
+    pol, fp32 = refs["policy"], refs["fp32"]
+    assert judge.judge_numerics(pol["grads"], pol["grads"], fp32["grads"], "bf16_matmul").passed
+    assert not judge.judge_numerics(pol["grads"] * 1.05, pol["grads"], fp32["grads"], "bf16_matmul").passed
