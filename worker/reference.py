@@ -207,9 +207,15 @@ class Reference:
     def precise_logits(self) -> torch.Tensor | None:
         """The most precise CPU logits to measure errors against: the fp64 run; where a kernel lacks fp64 (MoE
         ``_grouped_mm``), the fp32 run under a reduced policy (still finer than bf16 matmuls), else None."""
-        if self.golden_logits is not None:
-            return self.golden_logits
-        return self.logits if self.policy in judge.REDUCED_POLICIES else None
+        return self._precise(self.golden_logits, self.logits)
+
+    def _precise(self, golden: Any, fp32: Any) -> Any:
+        """The one rule for what errors are measured against: the fp64 result; where fp64 cannot run, the fp32
+        result under a reduced policy (finer than its bf16 matmuls; the policy run judged against itself would have
+        error 0 and make every bf16 rounding a mismatch); else None (the judge then uses the reference itself)."""
+        if golden is not None:
+            return golden
+        return fp32 if self.policy in judge.REDUCED_POLICIES else None
 
     def logit_bound(self) -> float:
         return judge.logit_error_bound(self.policy_logits, self.precise_logits, self.policy)
@@ -240,10 +246,8 @@ class Reference:
                     gold = train_step(copy.deepcopy(self._golden_model), self.inputs)
                 except Exception:  # noqa: BLE001 - fp64 is a nicety; judge falls back to the fp32 reference
                     gold = None
-            # As precise_logits: where fp64 cannot run, the fp32 step is still finer than the bf16-matmul policy
-            # run; measuring against the policy run itself would make its error 0 and every bf16 rounding a mismatch.
-            precise = gold if gold is not None else (fp32 if self.policy in judge.REDUCED_POLICIES else None)
-            self._cache["train"] = {"fp32": fp32, "policy": pol, "golden": gold, "precise": precise}
+            self._cache["train"] = {"fp32": fp32, "policy": pol, "golden": gold,
+                                    "precise": self._precise(gold, fp32)}
         return self._cache["train"]
 
 
