@@ -52,8 +52,8 @@ def _warm_pool_process() -> None:
     from worker.runner import ARCH_THREADS, warm_worker
 
     try:
-        # The in-process pool's thread count too: with one thread per core here, the Celery path ran the same
-        # checks ~1.5x slower than the in-process path (bench/README.md).
+        # The in-process pool's thread count too: with one thread per core here, the Celery path took 1.48x the
+        # in-process time on the 40-architecture bench, 1.31x with one (bench/README.md).
         warm_worker(ARCH_THREADS, settings.device)
     except Exception:  # noqa: BLE001 - a failing warm-up must not kill every new pool process in a loop
         log.exception("pool process warm-up failed; architectures will import lazily")
