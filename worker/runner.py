@@ -19,6 +19,7 @@ from worker.checks import RUN_ORDER, CheckContext, run_check
 from worker.devices import Device, resolve_device
 from worker.known_issues import annotate, load_known_issues
 from worker.reference import ReferenceFailure, prepare_reference
+from worker.stack_room import call_with_stack_room
 
 Emit = Callable[[str, dict[str, Any]], None]
 
@@ -81,6 +82,14 @@ def run_architecture(
     ``emit("record", rec_json)`` is called as each check finishes and ``emit("trace", optrace_json)`` once the
     reference op trace exists, so a supervisor keeps partial results if this process dies.
     """
+    # Every executor calls this from a different stack depth (Celery's is ~45 frames): with stack room below
+    # the checks, their per-op Python hot loops run equally fast under all of them (worker/stack_room.py).
+    return call_with_stack_room(_run_architecture, entry, device, checks, seed=seed, workdir=workdir, emit=emit,
+                                known_issues_path=known_issues_path)
+
+
+def _run_architecture(entry: ArchitectureEntry, device: str | Device, checks: Iterable[Check | str], *, seed: int,
+                      workdir: Path | None, emit: Emit | None, known_issues_path: Path | None) -> list[ResultRecord]:
     order = _ordered(checks)
     dev_name = device.name if isinstance(device, Device) else str(device)
     done: list[ResultRecord] = []
