@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
+import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +28,7 @@ from compat.results import (
     Trigger,
 )
 from compat.settings import get_settings
+from worker.capture import attach_log, captured_output, read_tail
 from worker.nightly import RunDiff, diff_results
 
 log = logging.getLogger(__name__)
@@ -112,20 +116,33 @@ def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, che
             traces.append(payload)
 
     workdir.mkdir(parents=True, exist_ok=True)
+    # The run's output goes with its results, as from the in-process pool (one file per delivery: a redelivered
+    # copy of this task on another worker never shares it).
+    fd, log_name = tempfile.mkstemp(prefix="arch-", suffix=".log", dir=workdir)
+    os.close(fd)
+    log_path = Path(log_name)
     started = time.monotonic()
     try:
-        records = runner(entry, device, checks, seed=seed, workdir=workdir, emit=emit)
-    except Exception as exc:  # noqa: BLE001 - the runner promises not to raise; a hook or a bug might
-        took = time.monotonic() - started
-        if type(exc).__name__ == "SoftTimeLimitExceeded":  # Celery's soft limit, raised inside the runner
-            records = failure_records(entry, device, checks, Status.TIMEOUT, "soft time limit exceeded",
-                                      "SoftTimeLimitExceeded", took)
-        else:
-            records = failure_records(entry, device, checks, Status.ERROR, f"runner raised: {exc}"[:500],
-                                      type(exc).__name__, took)
+        with captured_output(log_path):
+            try:
+                records = runner(entry, device, checks, seed=seed, workdir=workdir, emit=emit)
+            except Exception as exc:  # noqa: BLE001 - the runner promises not to raise; a hook or a bug might
+                traceback.print_exc()
+                took = time.monotonic() - started
+                if type(exc).__name__ == "SoftTimeLimitExceeded":  # Celery's soft limit, raised in the runner
+                    records = failure_records(entry, device, checks, Status.TIMEOUT, "soft time limit exceeded",
+                                              "SoftTimeLimitExceeded", took)
+                else:
+                    records = failure_records(entry, device, checks, Status.ERROR, f"runner raised: {exc}"[:500],
+                                              type(exc).__name__, took)
+        log = read_tail(log_path)
+    finally:
+        log_path.unlink(missing_ok=True)
+    records = complete_records(entry, device, checks, records)
+    attach_log(records, log)
     if traces:
         store.add_op_traces(run_id, [OpTrace.model_validate(traces[-1])])
-    store.add_results(run_id, complete_records(entry, device, checks, records))
+    store.add_results(run_id, records)
     return "ran"
 
 

@@ -21,8 +21,9 @@ from typing import Any
 
 import psutil
 
+from worker.capture import captured_output, read_tail
+
 POLL_S = 0.05  # RSS/time watch period: an allocation spike between polls is caught by the rlimit backstop
-LOG_TAIL_BYTES = 16_384  # per-task captured stdout/stderr kept with its result
 MAX_START_FAILURES = 3  # consecutive workers dying before "ready" -> the pool gives up (broken warm-up)
 
 
@@ -98,31 +99,16 @@ def _child_main(conn: Connection, warmup: str | None, warmup_args: tuple, as_lim
         if msg is None:
             return
         task_id, fn, args, kwargs, stream, log_path = msg
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        saved = os.dup(1), os.dup(2)
-        import sys
-
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        try:
-            if stream:
-                kwargs = {**kwargs, "emit": lambda kind, payload, _id=task_id: conn.send(("event", _id, kind,
-                                                                                         payload))}
-            value = _resolve(fn)(*args, **kwargs)
-            reply = ("done", task_id, "ok", value)
-        except BaseException:  # noqa: BLE001 - report, keep serving
-            traceback.print_exc()
-            reply = ("done", task_id, "error", traceback.format_exc()[-4000:])
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(fd)
-            os.close(saved[0])
-            os.close(saved[1])
+        with captured_output(Path(log_path)):
+            try:
+                if stream:
+                    kwargs = {**kwargs, "emit": lambda kind, payload, _id=task_id: conn.send(("event", _id, kind,
+                                                                                             payload))}
+                value = _resolve(fn)(*args, **kwargs)
+                reply = ("done", task_id, "ok", value)
+            except BaseException:  # noqa: BLE001 - report, keep serving
+                traceback.print_exc()
+                reply = ("done", task_id, "error", traceback.format_exc()[-4000:])
         conn.send(reply)
 
 
@@ -186,15 +172,8 @@ class Pool:
     def _finish(self, slot: _Slot, kind: str, **kw: Any) -> Outcome:
         task = slot.task
         assert task is not None
-        log = ""
-        try:
-            with open(slot.log_path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - LOG_TAIL_BYTES))
-                log = fh.read().decode("utf-8", "replace")
-            os.unlink(slot.log_path)
-        except OSError:
-            pass
+        log = read_tail(Path(slot.log_path))
+        Path(slot.log_path).unlink(missing_ok=True)
         out = Outcome(task=task, kind=kind, duration_s=time.monotonic() - slot.started,
                       peak_rss_mb=slot.peak_rss, log=log, events=slot.events, **kw)
         slot.task, slot.events, slot.peak_rss = None, [], 0.0

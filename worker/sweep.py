@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from compat.results import ArchitectureEntry, Check, OpTrace, Report, ResultRecord, RunInfo, Status, Trigger
 from compat.settings import get_settings
+from worker.capture import attach_log
 from worker.checks import RUN_ORDER
 from worker.devices import Device, device_versions, resolve_device
 from worker.pool import Outcome, Pool, Task
@@ -61,15 +62,6 @@ def abort_records(entry: ArchitectureEntry, device: str, checks: list[Check], ha
         else:
             out.append(ResultRecord(**base, status=Status.SKIPPED, reason=f"worker {outcome.kind} during {running}"))
     return out
-
-
-def attach_log(records: list[ResultRecord], log: str) -> None:
-    """Keep the architecture's captured log with its results: on its first record and on every non-pass."""
-    if not log:
-        return
-    for i, rec in enumerate(records):
-        if i == 0 or rec.status != Status.PASS:
-            rec.log = log
 
 
 def write_report(report: Report, path: Path) -> None:

@@ -36,6 +36,9 @@ def run(entry: ArchitectureEntry, device: str, checks: list[Check], *, seed: int
     first = not any(markers.glob(f"{entry.name}.*"))
     (markers / f"{entry.name}.{os.getpid()}.{execution}").write_text(str(time.time()))
     behaviour = cfg.get("fake", "sleep")
+    # Output from Python and from a raw descriptor write (what native code does): both must reach the stored log.
+    print(f"fakearch: {entry.name} runs as {execution}", flush=True)
+    os.write(2, f"fakearch: {entry.name} native stderr\n".encode())
     if behaviour == "crash" or (behaviour == "crash_once" and first):
         os.kill(os.getpid(), signal.SIGKILL)
     if behaviour == "hang":

@@ -38,6 +38,12 @@ def test_fan_out_to_two_workers_last_task_closes_the_run_and_diff_finds_the_regr
     assert sorted(r.key for r in results) == sorted(
         (f"Arch{i}", "neuron", c) for i in range(6) for c in ("load", "forward"))
     assert {r.status for r in results} == {Status.PASS}
+    # Each architecture's captured output is stored with its results, as the in-process pool stores it.
+    for i in range(6):
+        logs = [r.log for r in results if r.architecture == f"Arch{i}" and r.log]
+        execution = next(r.metrics["execution"] for r in results if r.architecture == f"Arch{i}")
+        assert logs and f"fakearch: Arch{i} runs as {execution}" in logs[0], logs
+        assert f"fakearch: Arch{i} native stderr" in logs[0]
     # Both workers took architectures (prefetch 1: an idle worker is never starved by a busy one).
     assert len({r.metrics["pid"] for r in results}) == 2
 
