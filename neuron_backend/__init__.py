@@ -12,7 +12,9 @@ backend (AOT Autograd + core-aten decompositions, op-table check, recompilation 
 
 What it does not model: performance, asynchronous execution, collectives across cores, the real compiler's fusion
 and precision choices beyond matmul auto-cast, memory fragmentation (bytes are exact, allocator overhead is not),
-and ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors.
+and ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors. Conjugate and
+negative views (``_conj``, ``_neg_view``) are materialized copies on the device: values are right, but a later write
+to the base is not seen through them (numerics.materialize says why).
 Transformers: ``device_map="neuron"``, ``.to("neuron")``, generate and training need no hook. ``device_map="auto"``
 is deliberately not switched on: Transformers/Accelerate pick Neuron only when ``find_spec("torch_neuronx")``
 succeeds, and faking that module would also switch on Trainer's Neuron defaults and shadow a real install.

@@ -194,6 +194,8 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
         return _wrap_out(func, numerics.int64_wrap(out), args, kwargs, core)
     if decision == policy.DECOMPOSE or decision == policy.COMPOSITE:
         return policy.run_decomposition(func, dtypes, args, kwargs, _shapes)
+    if decision == policy.MATERIALIZE:
+        return wrap(numerics.materialize(func(*new_args, **new_kwargs)), core)
     if decision == policy.FALLBACK:
         stats.record_fallback(func, dtypes)
         out = fallback.run_on_host(func, new_args, new_kwargs)  # widens where the host kernel lacks the dtype

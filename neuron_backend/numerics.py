@@ -76,8 +76,30 @@ def int64_wrap(out):
     return out
 
 
+def materialize(t: torch.Tensor) -> torch.Tensor:
+    """``t`` without a lazy conjugate/negative bit: a plain tensor holding the values the bit stands for.
+
+    Why: device ops run their host kernels inside ``__torch_dispatch__``, where PyTorch excludes the Conjugate and
+    Negative dispatch keys, so a later host kernel would read the raw storage and silently drop the bit (complex
+    multiply's backward multiplies by ``grad * other.conj()``: Llama4's rotary gradients came out with the
+    conjugate lost). A real backend gets such inputs materialized by the dispatcher; here the bit never reaches the
+    device. The cost: a conjugate/negative view on the device is a copy, so a later write to its base is not seen
+    through it (autograd reads, never writes, these views).
+    """
+    if t.is_conj():
+        t = t.resolve_conj()
+    if t.is_neg():
+        t = t.resolve_neg()
+    return t
+
+
 def host_result(out):
-    """A CPU-fallback result the device cannot hold (float64, complex) comes back as float32 / stays on the host."""
-    if type(out) is torch.Tensor and out.dtype is torch.float64:
-        return out.to(_F32)
+    """A CPU-fallback result the device cannot hold (float64, complex) comes back as float32 / stays on the host;
+    one with a lazy conjugate/negative bit is materialized (see ``materialize``)."""
+    if isinstance(out, torch.Tensor):
+        if out.dtype is torch.float64:
+            return out.to(_F32)
+        return materialize(out)
+    if isinstance(out, (list, tuple)):
+        return type(out)(materialize(o) if isinstance(o, torch.Tensor) else o for o in out)
     return out

@@ -13,7 +13,10 @@ from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupported
 from neuron_backend.numerics import MATMUL_OPERANDS
 from neuron_backend.stats import dtype_name
 
-NATIVE, MATMUL, INT64_OP, DECOMPOSE, FALLBACK, UNSUPPORTED, COMPOSITE = range(7)
+NATIVE, MATMUL, INT64_OP, DECOMPOSE, FALLBACK, UNSUPPORTED, COMPOSITE, MATERIALIZE = range(8)
+# Views that only set a lazy conjugate/negative bit: the device returns them as plain tensors holding those values
+# (numerics.materialize), since host kernels run inside __torch_dispatch__ would read past the bit.
+LAZY_BIT_VIEWS = frozenset({"aten::_conj", "aten::_neg_view"})
 _F32 = torch.float32
 _I64 = torch.int64
 _BOOL = torch.bool
@@ -38,7 +41,7 @@ def _verdict(func, dtypes: list[torch.dtype]) -> tuple[int, type[NeuronUnsupport
         # Reference decompositions bottom out in prims; a prim runs where its aten namesake is native.
         name = "aten::" + name[len("prims::"):]
     if name in prof.views or (name.endswith("_") and name[:-1] in prof.views):
-        return NATIVE, None, ""
+        return (MATERIALIZE if name in LAZY_BIT_VIEWS else NATIVE), None, ""
     r = prof.restrictions.get(name)
     if r is not None:
         if r.kind == "bool_index":
@@ -84,7 +87,8 @@ def explain(op: torch._ops.OpOverload, dtypes: list[torch.dtype]) -> str:
     """Human-readable decision for one (op, dtypes), for docs and the harness' attribution."""
     decision, cls, reason = _verdict(op, dtypes)
     names = ["native", "native (bf16 matmul numerics)", "native (int64 as int32)", "decomposed", "cpu fallback",
-             "unsupported", "composite (lowered by its own kernel)"]
+             "unsupported", "composite (lowered by its own kernel)",
+             "native (materialized: the device keeps no lazy conjugate/negative views)"]
     return names[decision] + (f": {reason}" if reason else "")
 
 

@@ -48,3 +48,39 @@ def test_widening_casts_back_only_outputs_of_the_wide_dtype():
     values, indices = out
     assert values.dtype == torch.int32 and indices.dtype == torch.int64
     assert values.tolist() == [1] and indices.tolist() == [1]
+
+
+def test_complex_multiply_backward_through_the_fallback_matches_the_cpu(dev):
+    # Complex mul's backward is grad * other.conj(): a lazy conjugate view. Host kernels run inside
+    # __torch_dispatch__ without the Conjugate key, so an unmaterialized bit was dropped and the gradient came back
+    # with real and imaginary parts swapped/sign-flipped (Llama4's rotary embedding, train check, cosine 0.93).
+    neuron_backend.set_cpu_fallback(True)
+    torch.manual_seed(0)
+    a, b = torch.randn(4, 2), torch.randn(4, 2)
+
+    def grad_on(device: str) -> torch.Tensor:
+        x = a.clone().to(device).requires_grad_()
+        out = torch.view_as_real(torch.view_as_complex(x) * torch.view_as_complex(b.to(device)))
+        out.sum(dim=-1).pow(2).sum().backward()
+        return x.grad.cpu()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = grad_on(dev)
+    # fp32 on both sides, same host kernels: equal up to summation order (1e-6 relative).
+    torch.testing.assert_close(got, grad_on("cpu"), rtol=1e-6, atol=1e-6)
+    assert "aten::_conj (ComplexFloat)" in neuron_backend.fallback_ops()
+
+
+def test_lazy_conjugate_and_negative_views_carry_their_values_on_the_device(dev, exact_numerics):
+    neuron_backend.set_cpu_fallback(True)
+    x = torch.tensor([1.5, -2.0, 3.25])
+    neg = torch._neg_view(x.to(dev))  # native view: the device returns it materialized
+    assert not neg._data.is_neg()
+    assert torch.equal((neg + 0).cpu(), -x)
+    c = torch.view_as_complex(torch.tensor([[1.0, 2.0], [3.0, -4.0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        conj = torch.ops.aten._conj(c.to(dev))  # complex: through the fallback
+        prod = (c.to(dev) * conj).cpu()
+    assert torch.equal(prod, c * c.conj())  # |c|^2: 5 and 25, imaginary parts exactly 0
