@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 from compat.results import ALL_CHECKS, Check
+from worker import inputs as input_table
 from worker.reference import BATCH, LR, MAX_INPUT_ID, NEW_TOKENS, PROMPT_LEN, SEQ
 
 _TEMPLATE = '''#!/usr/bin/env python3
@@ -48,8 +50,17 @@ def load(device_map):
 
 gen = torch.Generator().manual_seed(SEED)
 high = max(2, min(int(getattr(config.get_text_config(), "vocab_size", 0) or {max_id}), {max_id}))
-ids = torch.randint(1, high, ({batch}, {seq}), generator=gen)
-prompt = torch.randint(1, high, (1, {prompt_len}), generator=gen)
+# Inputs exactly as the sweep builds them (worker/inputs.py's entry for this architecture is inlined here).
+ROWS = {rows}  # input_ids rows per sample (MusicGen: one per codebook)
+ids = torch.randint(1, high, ({batch} * ROWS, {seq}), generator=gen)
+mask = torch.ones_like(ids)
+prompt = torch.randint(1, high, (ROWS, {prompt_len}), generator=gen)
+labels = ids.reshape(-1, ROWS, ids.shape[-1]).transpose(1, 2).contiguous() if {codebook_labels} else ids
+extra = {{}}
+if {pixel_values}:  # the loss covers image positions: seeded images for the vision tower
+    vision = config.vision_config
+    extra["pixel_values"] = torch.randn({batch}, vision.num_channels, vision.image_size, vision.image_size,
+                                        generator=gen)
 ref = load("cpu")
 dev = load(DEVICE)  # the `load` check: from_pretrained with device_map onto the device
 print("loaded", ARCH, "on", DEVICE)
@@ -63,28 +74,33 @@ def cmp(name, got, want):
 
 if "forward" in CHECKS or "compile" in CHECKS:
     with torch.no_grad():
-        want = ref(input_ids=ids, use_cache=False).logits
+        want = ref(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        x = dict(input_ids=ids.to(DEVICE), attention_mask=mask.to(DEVICE), use_cache=False)
         if "forward" in CHECKS:
-            cmp("forward logits", dev(input_ids=ids.to(DEVICE), use_cache=False).logits, want)
+            cmp("forward logits", dev(**x).logits, want)
         if "compile" in CHECKS:
             compiled = torch.compile(dev, backend={backend!r})
-            cmp("compiled logits", compiled(input_ids=ids.to(DEVICE), use_cache=False).logits, want)
+            cmp("compiled logits", compiled(**x).logits, want)
 
 if "generate" in CHECKS:
-    cfg = transformers.GenerationConfig(do_sample=False, num_beams=1, max_new_tokens={new}, min_new_tokens={new},
-                                        pad_token_id=0, eos_token_id=None, bos_token_id=None)
+    cfg = transformers.GenerationConfig(do_sample=False, num_beams=1, num_return_sequences=1, max_new_tokens={new},
+                                        min_new_tokens={new}, **{gen_fields!r})
     outs = []
     for m, d in ((ref, "cpu"), (dev, DEVICE)):
         m.generation_config = cfg
         with torch.no_grad():
-            outs.append(m.generate(prompt.to(d), attention_mask=torch.ones_like(prompt).to(d))[0, {prompt_len}:].tolist())
+            out = m.generate(prompt.to(d), attention_mask=torch.ones_like(prompt).to(d),
+                             return_dict_in_generate=True, output_logits=True)
+        seqs = out.sequences.reshape(-1, out.sequences.shape[-1])  # codebook decoders: (batch, codebooks, len)
+        outs.append(seqs[0, seqs.shape[-1] - len(out.logits):].tolist())
     print("reference tokens:", outs[0])
     print("device tokens:   ", outs[1])
 
 if "train" in CHECKS:
     for m, d in ((ref, "cpu"), (dev, DEVICE)):
-        x = ids.to(d)
-        loss = m(input_ids=x, labels=x, use_cache=False).loss
+        m.train({train_mode})  # eval mode (dropout off) unless the model refuses backward in eval mode
+        loss = m(input_ids=ids.to(d), attention_mask=mask.to(d), labels=labels.to(d), use_cache=False,
+                 **{{k: v.to(d) for k, v in extra.items()}}).loss
         loss.backward()
         torch.optim.AdamW([p for p in m.parameters() if p.requires_grad], lr={lr}).step()
         print(d, "loss", loss.item())
@@ -98,8 +114,14 @@ def repro_script(architecture: str, device: str, config: dict[str, Any], *, seed
     body = json.dumps(config, indent=1, sort_keys=True, default=str)
     if '"""' in body:  # cannot happen for JSON of a config, but a raw triple-quoted string must not be broken
         raise ValueError("config contains a triple quote")
+    spec = input_table.spec_for(SimpleNamespace(**config))
+    cfg = SimpleNamespace(**config)
+    gen_fields = {"pad_token_id": 0, "eos_token_id": None, "bos_token_id": None}
+    gen_fields.update({name: config.get(name) for name in spec.generation_fields})
     return _TEMPLATE.format(
         arch=architecture, device=device, seed=int(seed), checks=wanted, config=body, max_id=MAX_INPUT_ID,
         batch=BATCH, seq=SEQ, prompt_len=PROMPT_LEN, new=NEW_TOKENS, lr=LR, backend=compile_backend,
         extra_req=" (and the neuron backend for device neuron)" if device.startswith("neuron") else "",
+        rows=input_table.rows_per_sample(spec, cfg), codebook_labels=spec.labels == "codebooks",
+        pixel_values=spec.train_pixel_values, gen_fields=gen_fields, train_mode=spec.train_mode,
     )

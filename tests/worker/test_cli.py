@@ -73,3 +73,20 @@ def test_repro_script_runs_standalone(tmp_path: Path) -> None:
     assert "forward logits: max abs err 0," in done.stdout
     lines = {ln.split(":")[0]: ln.split(":", 1)[1].strip() for ln in done.stdout.splitlines() if "tokens:" in ln}
     assert lines["reference tokens"] == lines["device tokens"]
+
+
+@pytest.mark.parametrize("arch", ["MusicgenForCausalLM", "GitForCausalLM", "ReformerModelWithLMHead"])
+def test_repro_script_builds_inputs_like_the_sweep(tmp_path: Path, arch: str) -> None:
+    # Architectures with an entry in worker/inputs.py (codebook rows and labels, images for the loss, train mode):
+    # a script with plain text inputs crashes on them instead of reproducing the sweep's run.
+    script = tmp_path / "repro.py"
+    res = runner.invoke(app, ["repro", arch, "--device", "cpu", "--out", str(script)])
+    assert res.exit_code == 0, res.output
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "forward logits: max abs err 0," in done.stdout
+    lines = {ln.split(":")[0]: ln.split(":", 1)[1].strip() for ln in done.stdout.splitlines() if "tokens:" in ln}
+    assert lines["reference tokens"] == lines["device tokens"] and len(json.loads(lines["device tokens"])) == 32
+    losses = [ln for ln in done.stdout.splitlines() if ln.startswith("cpu loss")]
+    assert len(losses) == 2 and losses[0] == losses[1]  # cpu twice from the same weights: the same loss
