@@ -1,6 +1,7 @@
 """Benchmark of the simulated neuron device: tiny Llama forward and 32-token greedy generate, neuron vs CPU eager.
 
-Run: .venv/bin/python bench/bench_backend.py [--repeats N]; prints ratios and the Python overhead per dispatched op.
+Run: .venv/bin/python bench/bench_backend.py [--repeats N]; prints ratios (median of
+alternating CPU/device pairs) and the Python overhead per dispatched op.
 """
 
 from __future__ import annotations
@@ -23,14 +24,21 @@ def _model() -> LlamaForCausalLM:
     return LlamaForCausalLM(cfg).eval()
 
 
-def _time(fn, repeats: int) -> float:
-    fn()  # warm caches (decisions, allocator)
-    samples = []
+def _once(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _paired(f_cpu, f_dev, repeats: int) -> tuple[float, float, float]:
+    """Median CPU time, median device time, and the median of per-pair ratios. CPU and device runs alternate, so
+    a shift in machine speed (this shared box drifts ~1.4x within the hour) hits both sides of each ratio alike."""
+    f_cpu(), f_dev()  # warm caches (decisions, allocator)
+    cpu, dev = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+        cpu.append(_once(f_cpu))
+        dev.append(_once(f_dev))
+    return statistics.median(cpu), statistics.median(dev), statistics.median(d / c for c, d in zip(cpu, dev, strict=True))
 
 
 def _count_ops(fn) -> int:
@@ -90,16 +98,14 @@ def main() -> None:
     print(f"device: {neuron_backend.device_info()['name']} simulated={neuron_backend.SIMULATED} "
           f"policy={neuron_backend.numerics_policy()} torch={torch.__version__}")
     for label, f_cpu, f_dev in (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev)):
-        t_cpu = _time(f_cpu, args.repeats)
-        t_dev = _time(f_dev, args.repeats)
+        t_cpu, t_dev, ratio = _paired(f_cpu, f_dev, args.repeats)
         ops = _count_ops(f_dev)
         per_op = (t_dev - t_cpu) / ops * 1e6
-        print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {t_dev / t_cpu:5.2f}x  "
+        print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
               f"dispatched ops {ops:5d}  overhead {per_op:5.1f} us/op")
     # Graph capture: the compiled graph runs the lowered ops on the host data with no per-op device dispatch.
-    t_cpu = _time(fwd_cpu, args.repeats)
-    t_comp = _time(fwd_compiled, args.repeats)
-    print(f"{'fwd compiled':>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_comp * 1e3:8.2f} ms  ratio {t_comp / t_cpu:5.2f}x  "
+    t_cpu, t_comp, ratio = _paired(fwd_cpu, fwd_compiled, args.repeats)
+    print(f"{'fwd compiled':>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_comp * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
           f"(torch.compile(backend='neuron') vs CPU eager; {neuron_backend.compile_stats()})")
 
 
