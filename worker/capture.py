@@ -20,7 +20,9 @@ LOG_TAIL_BYTES = 16_384  # per-architecture captured stdout/stderr kept with its
 def captured_output(path: Path) -> Iterator[None]:
     """Within the block, file descriptors 1 and 2 and ``sys.stdout``/``sys.stderr`` all write to ``path``; restored
     after, also on error. Descriptors catch native code (torch's C++ warnings); ``sys.*`` are swapped as well
-    because a Celery pool process replaces them with logging proxies that never reach fd 1."""
+    because a Celery pool process replaces them with logging proxies that never reach fd 1. Both are process-wide:
+    one architecture per process at a time, as in the in-process pool and Celery's prefork (`compat worker`) and
+    solo pools; a threads pool would interleave its tasks' logs."""
     old_streams = sys.stdout, sys.stderr
     for stream in old_streams:
         stream.flush()
