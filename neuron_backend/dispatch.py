@@ -47,13 +47,7 @@ def _write_alias_map(func) -> tuple:
 
 
 def _shapes(args, kwargs) -> list[tuple[int, ...]]:
-    out = []
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, _Tensor):
-            out.append(tuple(a.shape))
-        elif isinstance(a, (list, tuple)):
-            out.extend(tuple(x.shape) for x in a if isinstance(x, _Tensor))
-    return out
+    return [tuple(t.shape) for t in fallback.tensors_in(args, kwargs)]
 
 
 def _wrap_out(func, out, args, kwargs, core):

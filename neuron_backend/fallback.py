@@ -34,7 +34,8 @@ def _missing_kernel(exc: BaseException) -> bool:
     return isinstance(exc, (NotImplementedError, RuntimeError)) and bool(_NOT_IMPLEMENTED.search(str(exc)))
 
 
-def _tensors(args, kwargs):
+def tensors_in(args, kwargs):
+    """The tensors among an op's arguments, including those inside list/tuple arguments."""
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, torch.Tensor):
             yield a
@@ -60,7 +61,7 @@ def _narrow(out, wide: set[torch.dtype], target: torch.dtype):
 
 def _widened(func, args, kwargs):
     """Run ``func`` with the inputs of a dtype in WIDER widened; None when nothing can be widened."""
-    originals = [t.dtype for t in _tensors(args, kwargs) if t.dtype in WIDER]
+    originals = [t.dtype for t in tensors_in(args, kwargs) if t.dtype in WIDER]
     if not originals or func._schema.is_mutable:
         return None
     target = originals[0]

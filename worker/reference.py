@@ -58,15 +58,20 @@ def make_inputs(vocab_size: int, seed: int, config: object | None = None) -> dic
     return inputs
 
 
-def greedy_config(model_config: object | None = None) -> GenerationConfig:
-    # A fresh config: no eos (so both sides produce exactly NEW_TOKENS), no sampling, no beam search; plus the
-    # model's own ids that its generate() needs (worker/inputs.py generation_fields).
-    fields = {"pad_token_id": 0, "eos_token_id": None, "bos_token_id": None}
+def greedy_token_ids(model_config: object | None = None) -> dict[str, Any]:
+    """The token ids of the greedy GenerationConfig: no eos (so both sides produce exactly NEW_TOKENS), pad 0,
+    plus the model's own ids that its generate() needs (worker/inputs.py generation_fields)."""
+    fields: dict[str, Any] = {"pad_token_id": 0, "eos_token_id": None, "bos_token_id": None}
     for name in input_table.spec_for(model_config).generation_fields:
         fields[name] = getattr(model_config, name)
-    # num_return_sequences explicit: MusicGen's own generate() reads it without the generic path's default.
+    return fields
+
+
+def greedy_config(model_config: object | None = None) -> GenerationConfig:
+    # A fresh config: no sampling, no beam search. num_return_sequences explicit: MusicGen's own generate() reads it
+    # without the generic path's default.
     return GenerationConfig(do_sample=False, num_beams=1, num_return_sequences=1, max_new_tokens=NEW_TOKENS,
-                            min_new_tokens=NEW_TOKENS, **fields)
+                            min_new_tokens=NEW_TOKENS, **greedy_token_ids(model_config))
 
 
 def model_class_for(path: Path) -> type:
