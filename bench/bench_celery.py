@@ -97,9 +97,9 @@ def main() -> None:
     from compat.results import ArchitectureEntry, Check, Trigger
     from compat.settings import get_settings
     from service.store import Store
-    from worker.catalog import load_catalog
-    from worker.celery_app import make_app
-    from worker.executors import CeleryExecutor, InProcessExecutor, make_plan
+    from worker.catalog.catalog import load_catalog
+    from worker.orchestration.celery_app import make_app
+    from worker.orchestration.executors import CeleryExecutor, InProcessExecutor, make_plan
 
     get_settings.cache_clear()
     settings = get_settings()

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Status
-from worker.catalog import load_catalog
-from worker.reporting import coverage
-from worker.sweep import run_sweep
+from worker.catalog.catalog import load_catalog
+from worker.judge.reporting import coverage
+from worker.orchestration.sweep import run_sweep
 
 
 def sweep_once(entries, device: str, checks, jobs: int) -> dict:  # noqa: ANN001

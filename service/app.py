@@ -30,7 +30,7 @@ API_PREFIX = "/api/v1"
 
 def _enqueue(submission_id: int, database_url: str) -> None:
     # Lazy: the worker (torch, transformers) loads only when a submission arrives.
-    from worker.interface import enqueue_submission
+    from worker.orchestration.submissions import enqueue_submission
 
     enqueue_submission(submission_id, database_url)
 

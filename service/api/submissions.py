@@ -1,6 +1,6 @@
 """Submissions: a Hub model id (optional revision) or an uploaded config.json, queued for a one-architecture run.
 
-Writing needs a bearer token; the run itself starts through ``worker.interface`` after the 202 is sent.
+Writing needs a bearer token; the run itself starts through ``worker.orchestration.submissions`` after the 202 is sent.
 """
 
 from __future__ import annotations

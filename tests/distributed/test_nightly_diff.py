@@ -1,4 +1,4 @@
-"""Regression gate and nightly schedule: the pure functions of worker.nightly, on hand-made records."""
+"""Regression gate and nightly schedule: the pure functions of worker.orchestration.nightly, on hand-made records."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from compat.results import Check, ErrorInfo, ResultRecord, Status
-from worker.nightly import (
+from worker.orchestration.nightly import (
     BaselineSpec,
     beat_schedule,
     diff_results,

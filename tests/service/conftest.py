@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-# Test modules import ``svc_helpers`` from this directory, and this file imports ``pg_schema`` (shared with
+# Test modules import ``service_seed`` from this directory, and this file imports ``pg_schema`` (shared with
 # tests/distributed) from tests/helpers; make both work under any --import-mode.
 for _dir in (Path(__file__).parent, Path(__file__).parents[1] / "helpers"):
     if str(_dir) not in sys.path:

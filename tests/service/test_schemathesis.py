@@ -9,7 +9,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
-from svc_helpers import seed, times
+from service_seed import seed, times
 
 from compat.results import Status
 
