@@ -1,11 +1,19 @@
-"""Coverage (native vs with fallback) and the blocker ranking, over hand-made records."""
+"""The pure rules of compat.results over hand-made records: verdicts, coverage (native vs with fallback), the
+blocker ranking, and the one factory of records for checks that ended without a verdict."""
 
 from __future__ import annotations
 
-from rich.console import Console
-
-from compat.results import Check, ResultRecord, Status
-from worker.judge.reporting import arch_verdict, blockers, coverage, coverage_table, results_table
+from compat.results import (
+    ArchitectureEntry,
+    Check,
+    ErrorInfo,
+    ResultRecord,
+    Status,
+    arch_verdict,
+    blockers,
+    coverage,
+    failure_records,
+)
 
 
 def rec(arch: str, check: str, status: str = "pass", op: str | None = None, fallback=(), known=None):  # noqa: ANN001, ANN201
@@ -29,7 +37,7 @@ def test_verdicts() -> None:
     assert arch_verdict([rec("G", "load"), rec("G", "forward")]) == "not_judged"
 
 
-def test_coverage_counts_and_table() -> None:
+def test_coverage_counts_native_fallback_failing_and_known() -> None:
     fb = support("B")
     fb[2] = rec("B", "generate", fallback=["aten::cumsum (Long)"])
     recs = [*support("A"), *fb, *support("C", forward="unsupported_op")]
@@ -39,8 +47,6 @@ def test_coverage_counts_and_table() -> None:
     assert cov.verdicts["supported"] == 1 and cov.verdicts["supported_with_fallback"] == 1
     assert cov.per_check["forward"]["unsupported_op"] == 1 and cov.known_failures == 1
     assert cov.all_checks_pass(recs) == 2
-    table = coverage_table(recs)
-    assert "1 supported natively, 1 with CPU fallback, 1 failing" in table.caption
 
 
 def test_blockers_rank_by_architectures_blocked_and_count_sole_unlocks() -> None:
@@ -64,27 +70,13 @@ def test_blockers_rank_by_architectures_blocked_and_count_sole_unlocks() -> None
     assert ranked[1].unlocks == ["C"]
 
 
-def test_known_issues_mark_matching_failures_only() -> None:
-    from worker.judge.known_issues import annotate, load_known_issues
-
-    issues = load_known_issues()  # the shipped file must parse
-    recs = [rec("Qwen3MoeForCausalLM", "forward", "unsupported_dtype", "aten::histc (Int)"),
-            rec("Qwen3MoeForCausalLM", "forward", "unsupported_op", "aten::cumsum (Long)"),
-            rec("LlamaForCausalLM", "forward", "pass")]
-    out = annotate(recs, issues)
-    assert out[0].known_issue and "histc" in out[0].known_issue
-    assert out[1].known_issue is None and out[2].known_issue is None
-    on_cpu = recs[0].model_copy(update={"device": "cpu"})
-    assert annotate([on_cpu], issues)[0].known_issue is None  # the histc entry is for neuron only
-
-
-def test_results_table_shows_known_issue_and_fallback_text_verbatim() -> None:
-    # Bracketed notes look like rich markup; they must be printed, not swallowed as tags.
-    recs = [rec("M", "forward", "unsupported_dtype", op="aten::histc (Int)", known="MoE histc on ints"),
-            rec("M", "generate", fallback=["aten::_is_all_true (Bool)"])]
-    console = Console(width=200, record=True)
-    console.print(results_table(recs, title="M"))
-    text = console.export_text()
-    assert "[known: MoE histc on ints]" in text
-    assert "[fallback: aten::_is_all_true (Bool)]" in text
-    assert "unsupported_dtype" in text and "aten::histc (Int)" in text
+def test_failure_records_give_every_check_the_same_verdict_and_extra_fields() -> None:
+    entry = ArchitectureEntry(name="A", model_type="a", rank=3)
+    err = ErrorInfo(type="SoftTimeLimitExceeded", message="soft time limit exceeded")
+    recs = failure_records(entry, "neuron", [Check.LOAD, Check.TRAIN], Status.TIMEOUT, "soft time limit exceeded",
+                           error=err, duration_s=2.5)
+    assert [(r.architecture, r.rank, r.device, r.check) for r in recs] == [("A", 3, "neuron", Check.LOAD),
+                                                                          ("A", 3, "neuron", Check.TRAIN)]
+    assert [(r.status, r.reason, r.error, r.duration_s) for r in recs] == [
+        (Status.TIMEOUT, "soft time limit exceeded", err, 2.5)] * 2
+    assert failure_records(entry, "cpu", [], Status.ERROR, "none") == []
