@@ -1,7 +1,7 @@
-"""The catalog: which architectures to test, ranked, from the Hub, a saved snapshot of it, or the registry.
+"""The catalog: ranked architectures and where they came from; its offline sources, the registry and the snapshot.
 
 ``registry`` = every causal-LM class the installed Transformers knows, in its own order (the offline default);
-``hub`` = a live listing ranked by downloads (``worker.catalog.hub``); ``snapshot`` = that listing saved as versioned JSON.
+``snapshot`` = a Hub listing (``worker.catalog.hub``) saved as versioned JSON. ``worker.catalog.load`` picks one.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import transformers
 from pydantic import ValidationError
+from transformers import CONFIG_MAPPING
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 from compat.results import ArchitectureEntry
-from compat.settings import Settings, get_settings
 
-SOURCES = ("hub", "snapshot", "registry", "auto")  # auto = snapshot if the snapshot file exists else registry
 SNAPSHOT_SCHEMA_VERSION = 1
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024  # 1000 config.json files are ~5 MB; anything far past that is not ours
 
@@ -53,10 +54,6 @@ def registry_entries() -> list[ArchitectureEntry]:
     A class mapped from several model types (``LlamaForCausalLM`` from llama, internlm3, ...) keeps the model
     type whose config class is the class's own ``config_class``, else the first one.
     """
-    import transformers
-    from transformers import CONFIG_MAPPING
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
     by_class: dict[str, list[str]] = {}
     for model_type, class_name in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
         by_class.setdefault(class_name, []).append(model_type)
@@ -132,44 +129,3 @@ def write_snapshot(catalog: Catalog, path: Path, *, endpoint: str, limit: int | 
         Path(tmp).unlink(missing_ok=True)
         raise
     return payload["id"]
-
-
-def _limited(catalog: Catalog, limit: int | None) -> Catalog:
-    if limit is not None:
-        if limit < 1:
-            raise CatalogError(f"limit must be at least 1, got {limit}")
-        catalog.entries = catalog.entries[:limit]
-    return catalog
-
-
-def load_catalog(source: str = "auto", limit: int | None = None, *, settings: Settings | None = None,
-                 progress: Progress | None = None) -> Catalog:
-    """The ranked catalog from ``source`` (one of SOURCES); ``limit`` keeps the first N architectures."""
-    settings = settings or get_settings()
-    if source not in SOURCES:
-        raise CatalogError(f"unknown catalog source {source!r}; valid: {', '.join(SOURCES)}")
-    if source == "auto":
-        source = "snapshot" if settings.snapshot_path.exists() else "registry"
-    if source == "registry":
-        return _limited(Catalog(source="registry", snapshot_id=None, entries=registry_entries()), limit)
-    if source == "snapshot":
-        return _limited(read_snapshot(settings.snapshot_path), limit)
-    from worker.catalog.hub import hub_catalog
-
-    # limit counts architectures; the Hub listing is models, so list settings.hub_limit models and cut after.
-    return _limited(hub_catalog(settings.hub_limit, progress=progress), limit)
-
-
-def refresh_snapshot(limit: int | None = None, path: Path | None = None, *, endpoint: str | None = None,
-                     progress: Progress | None = None) -> Catalog:
-    """List the Hub (``limit`` models, default settings.hub_limit) and save it as the snapshot file."""
-    from worker.catalog.hub import hub_catalog, resolve_endpoint
-
-    settings = get_settings()
-    n_models = limit if limit is not None else settings.hub_limit
-    endpoint = resolve_endpoint(endpoint)
-    catalog = hub_catalog(n_models, endpoint=endpoint, progress=progress)
-    target = path or settings.snapshot_path
-    catalog.snapshot_id = write_snapshot(catalog, target, endpoint=endpoint, limit=n_models)
-    catalog.source = "hub"
-    return catalog

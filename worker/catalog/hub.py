@@ -13,6 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
+import transformers
+from huggingface_hub import HfApi, constants
+from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+from transformers import CONFIG_MAPPING
+
 from compat.results import ArchitectureEntry
 from worker.catalog.catalog import Catalog, CatalogError, Progress
 
@@ -36,8 +41,6 @@ class HubError(CatalogError):
 
 def resolve_endpoint(endpoint: str | None = None) -> str:
     """The Hub endpoint: the argument, else ``HF_ENDPOINT`` as huggingface_hub read it, without a trailing slash."""
-    from huggingface_hub import constants
-
     return (endpoint or constants.ENDPOINT).rstrip("/")
 
 
@@ -85,8 +88,6 @@ def validate_config(raw: bytes, model_id: str = "?") -> dict[str, Any]:
 
 def fetch_config(model_id: str, *, endpoint: str, revision: str = "main", timeout: float = 30.0) -> dict[str, Any]:
     """Download ``config.json`` of a model (streamed, capped at MAX_CONFIG_BYTES) and validate it."""
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
     validate_model_id(model_id)
     validate_revision(revision)
     # The Hub's file URL scheme, as huggingface_hub.hf_hub_url builds it (revision quoted whole: "refs%2Fpr%2F1").
@@ -106,8 +107,6 @@ def fetch_config(model_id: str, *, endpoint: str, revision: str = "main", timeou
 
 def list_text_generation(limit: int, *, endpoint: str) -> list[tuple[str, int]]:
     """(model id, downloads) of the ``limit`` most-downloaded text-generation models, most downloaded first."""
-    from huggingface_hub import HfApi
-
     try:
         models = list(HfApi(endpoint=endpoint).list_models(pipeline_tag="text-generation", sort="downloads",
                                                            limit=limit))
@@ -122,9 +121,6 @@ def needs_remote_code(config: dict[str, Any]) -> bool:
     The architecture class unknown to the installed transformers, or an ``auto_map`` whose model_type has no
     native config class. (A repo with an ``auto_map`` but a native model_type loads natively without it.)
     """
-    import transformers
-    from transformers import CONFIG_MAPPING
-
     if not hasattr(transformers, config["architectures"][0]):
         return True
     return bool(config.get("auto_map")) and config["model_type"] not in CONFIG_MAPPING

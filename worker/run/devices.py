@@ -1,6 +1,8 @@
 """Device resolution: a user's device string -> a checked torch device with its identity, numerics policy and hooks.
 
-``neuron`` is a real torch-neuronx install when importable (it takes precedence), else the bundled simulation.
+``neuron`` is a real torch-neuronx install when importable (it takes precedence), else the bundled simulation. A
+device name is resolved once per process, at its edge (``resolve_device`` in the CLI or a plan, ``process_device`` where
+a name arrives from another process); inside a process only ``Device`` objects travel.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ import importlib.util
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
 
 import psutil
 import torch
+import transformers
 
 from compat.results import DeviceInfo
+from worker.judge.attribution import format_op
 
 # Names a user may pass (an index suffix such as cuda:1 is accepted too).
 KNOWN_DEVICES: tuple[str, ...] = ("neuron", "cpu", "cuda", "mps", "xpu")
@@ -45,8 +51,6 @@ class Device:
     def fallback_ops(self) -> list[str]:
         if self.backend is None or not hasattr(self.backend, "fallback_ops"):
             return []
-        from worker.judge.attribution import format_op
-
         out: list[str] = []
         for op in self.backend.fallback_ops():
             text = op if isinstance(op, str) and "(" in op else format_op(op)
@@ -88,12 +92,6 @@ def _jsonable(obj: Any) -> dict[str, Any]:
         return {"info": str(obj)}
 
 
-def _versions() -> tuple[str, str]:
-    import transformers
-
-    return torch.__version__, transformers.__version__
-
-
 def invalid(name: str, why: str = "unknown device") -> DeviceError:
     return DeviceError(f"{why} {name!r}; valid devices: {', '.join(KNOWN_DEVICES)} (optionally with :INDEX)")
 
@@ -111,12 +109,11 @@ def _real_neuron() -> Device | None:
 
 
 def _simulated_neuron() -> Device:
-    try:
-        nb = importlib.import_module("neuron_backend")
-    except ImportError as exc:  # pragma: no cover - the bundled backend ships with the project
-        raise invalid("neuron", f"neuron backend not importable ({exc}):") from exc
-    details = _jsonable(nb.device_info()) if hasattr(nb, "device_info") else {}
-    policy = nb.numerics_policy() if hasattr(nb, "numerics_policy") else "fp32"
+    # Imported by name, only here: importing it registers the simulated device, which must not happen when a real
+    # torch-neuronx is installed.
+    nb = importlib.import_module("neuron_backend")
+    details = _jsonable(nb.device_info())
+    policy = nb.numerics_policy()
     desc = "bundled simulation"
     if details.get("profile"):
         desc += f", profile {details['profile']}"
@@ -156,16 +153,20 @@ def resolve_device(name: str) -> Device:
     return Device(name, name, info, "fp32", "inductor" if dtype_ in {"cuda", "xpu"} else "aot_eager")
 
 
+@cache
+def process_device(name: str) -> Device:
+    """The device ``name`` for this process, resolved once: a pool worker or a Celery pool process receives the
+    name with each architecture and serves many of them on the same device."""
+    return resolve_device(name)
+
+
 def device_versions(device: Device) -> dict[str, str]:
     """Versions recorded with a run."""
-    torch_v, tf_v = _versions()
-    out = {"torch": torch_v, "transformers": tf_v}
+    out = {"torch": torch.__version__, "transformers": transformers.__version__}
     if device.info.backend_version:
         out[f"{device.info.name.split(':')[0]}_backend"] = device.info.backend_version
     try:
-        from importlib.metadata import version
-
         out["neuron_compat"] = version("neuron-compat")
-    except Exception:  # noqa: BLE001 - not installed as a distribution (source checkout)
+    except PackageNotFoundError:  # not installed as a distribution (source checkout)
         pass
     return out

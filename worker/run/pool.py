@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import multiprocessing as mp
 import os
+import resource
+import signal
 import tempfile
 import time
 import traceback
@@ -21,7 +23,7 @@ from typing import Any
 
 import psutil
 
-from worker.run.capture import captured_output, read_tail
+from worker.run.capture import captured_output, read_from
 
 POLL_S = 0.05  # RSS/time watch period: an allocation spike between polls is caught by the rlimit backstop
 MAX_START_FAILURES = 3  # consecutive workers dying before "ready" -> the pool gives up (broken warm-up)
@@ -51,7 +53,7 @@ class Outcome:
     exitcode: int | None = None
     duration_s: float = 0.0
     peak_rss_mb: float = 0.0
-    log: str = ""
+    log: str = ""  # what the task printed that its streamed events did not take (see capture.take_log)
     events: list[tuple[str, Any]] = field(default_factory=list)
 
 
@@ -69,6 +71,7 @@ def warm_imports(threads: int) -> None:
     """Default warm-up: import torch and transformers once, pin the thread count, silence progress bars."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")  # no inductor subprocess pool per worker
+    # The warm-up's job: a spawned worker imports torch and transformers here, once, before its first task.
     import torch
     import transformers
 
@@ -86,8 +89,6 @@ def _child_main(conn: Connection, warmup: str | None, warmup_args: tuple, as_lim
     if warmup:
         _resolve(warmup)(*warmup_args)
     if as_limit_mb:
-        import resource
-
         # Backstop against a runaway allocation faster than the parent's RSS poll: cap the address space at
         # what is mapped now plus the limit (so the kernel refuses before the machine swaps).
         vms = psutil.Process().memory_info().vms
@@ -99,17 +100,19 @@ def _child_main(conn: Connection, warmup: str | None, warmup_args: tuple, as_lim
         if msg is None:
             return
         task_id, fn, args, kwargs, stream, log_path = msg
-        with captured_output(Path(log_path)):
+        with captured_output(Path(log_path)) as capture:
+            # Every message says how much of the log the task's records have taken, so the parent's outcome
+            # carries only the rest, even when the worker dies before its "done".
+            if stream:
+                kwargs = {**kwargs, "emit": lambda kind, payload, _id=task_id, _c=capture: conn.send(
+                    ("event", _id, kind, payload, _c.taken))}
             try:
-                if stream:
-                    kwargs = {**kwargs, "emit": lambda kind, payload, _id=task_id: conn.send(("event", _id, kind,
-                                                                                             payload))}
                 value = _resolve(fn)(*args, **kwargs)
                 reply = ("done", task_id, "ok", value)
             except BaseException:  # noqa: BLE001 - report, keep serving
                 traceback.print_exc()
                 reply = ("done", task_id, "error", traceback.format_exc()[-4000:])
-        conn.send(reply)
+        conn.send((*reply, capture.taken))
 
 
 @dataclass
@@ -121,6 +124,7 @@ class _Slot:
     task_id: int = -1
     started: float = 0.0
     log_path: str = ""
+    log_taken: int = 0  # bytes of the task's log its streamed events took
     peak_rss: float = 0.0
     events: list[tuple[str, Any]] = field(default_factory=list)
 
@@ -172,11 +176,11 @@ class Pool:
     def _finish(self, slot: _Slot, kind: str, **kw: Any) -> Outcome:
         task = slot.task
         assert task is not None
-        log = read_tail(Path(slot.log_path))
+        log, _ = read_from(Path(slot.log_path), slot.log_taken)
         Path(slot.log_path).unlink(missing_ok=True)
         out = Outcome(task=task, kind=kind, duration_s=time.monotonic() - slot.started,
                       peak_rss_mb=slot.peak_rss, log=log, events=slot.events, **kw)
-        slot.task, slot.events, slot.peak_rss = None, [], 0.0
+        slot.task, slot.events, slot.peak_rss, slot.log_taken = None, [], 0.0, 0
         return out
 
     def _replace(self, slot: _Slot) -> None:
@@ -271,8 +275,10 @@ class Pool:
             return None
         if msg[0] == "event" and slot.task is not None and msg[1] == slot.task_id:
             slot.events.append((msg[2], msg[3]))
+            slot.log_taken = msg[4]
             return Event(slot.task, msg[2], msg[3])
         if msg[0] == "done" and slot.task is not None and msg[1] == slot.task_id:
+            slot.log_taken = msg[4]
             if msg[2] == "ok":
                 return self._done(self._finish(slot, "ok", value=msg[3]))
             return self._done(self._finish(slot, "error", error=msg[3]))
@@ -292,8 +298,6 @@ class Pool:
 
 def _describe_exit(code: int | None) -> str:
     if code is not None and code < 0:
-        import signal
-
         try:
             return f"signal {signal.Signals(-code).name}"
         except ValueError:

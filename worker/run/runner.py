@@ -1,7 +1,7 @@
 """``run_architecture``: the ONE "run one architecture" function, called by the in-process pool and Celery tasks.
 
 Build the tiny checkpoint, prepare the CPU reference, run the requested checks on the device; never raises —
-every failure, including the harness's own, becomes result records.
+every failure, including the harness's own, becomes result records, each carrying its part of the captured log.
 """
 
 from __future__ import annotations
@@ -14,24 +14,23 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status
+from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status, failure_records
+from worker.build.build import build_checkpoint
+from worker.build.tiny_config import ConfigTooLarge
 from worker.judge.known_issues import annotate, load_known_issues
+from worker.run.capture import take_log
 from worker.run.checks import RUN_ORDER, CheckContext, run_check
-from worker.run.devices import Device, resolve_device
+from worker.run.devices import Device, process_device
+from worker.run.pool import warm_imports
 from worker.run.reference import ReferenceFailure, prepare_reference
 from worker.run.stack_room import call_with_stack_room
 
-Emit = Callable[[str, dict[str, Any]], None]
+# emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace).
+Emit = Callable[[str, Any], None]
 
 
 def repro_command(architecture: str, device: str, check: Check | str) -> str:
     return f"compat repro {architecture} --device {device} --check {check}"
-
-
-def _records(entry: ArchitectureEntry, device: str, checks: Iterable[Check], status: Status, reason: str,
-             error: ErrorInfo | None = None) -> list[ResultRecord]:
-    return [ResultRecord(architecture=entry.name, rank=entry.rank, device=device, check=c, status=status,
-                         reason=reason, error=error) for c in checks]
 
 
 def _ordered(checks: Iterable[Check | str]) -> list[Check]:
@@ -39,19 +38,9 @@ def _ordered(checks: Iterable[Check | str]) -> list[Check]:
     return [c for c in RUN_ORDER if c in wanted]
 
 
-def _build(entry: ArchitectureEntry, out_dir: Path, seed: int):  # noqa: ANN202 - W1's BuiltModel
-    from worker.build.build import build_checkpoint
-
-    return build_checkpoint(entry, out_dir, seed=seed)
-
-
 def _build_failure(exc: Exception) -> tuple[Status, str]:
     """Harness-side build problems are never blamed on the device: too large -> skipped, else reference_fail."""
-    try:
-        from worker.build.tiny_config import ConfigTooLarge
-    except ImportError:  # pragma: no cover - W1's module ships with the project
-        ConfigTooLarge = ()  # type: ignore[assignment]  # noqa: N806
-    if ConfigTooLarge and isinstance(exc, ConfigTooLarge):
+    if isinstance(exc, ConfigTooLarge):
         return Status.SKIPPED, f"refused before allocation: {exc}"
     # One line: Transformers' ImportError texts span several lines with pip hints; the stored reason is a summary.
     message = " ".join(str(exc).split())
@@ -69,7 +58,7 @@ def _safe_dirname(name: str) -> str:
 
 def run_architecture(
     entry: ArchitectureEntry,
-    device: str | Device,
+    device: Device,
     checks: Iterable[Check | str],
     *,
     seed: int = 0,
@@ -79,8 +68,9 @@ def run_architecture(
 ) -> list[ResultRecord]:
     """Run ``checks`` for one architecture on ``device``; returns one record per check and never raises.
 
-    ``emit("record", rec_json)`` is called as each check finishes and ``emit("trace", optrace_json)`` once the
-    reference op trace exists, so a supervisor keeps partial results if this process dies.
+    ``emit("record", record)`` is called as each check finishes and ``emit("trace", op_trace)`` once the reference
+    op trace exists, so a supervisor keeps partial results if this process dies. When this process's output is
+    captured, each record carries the output printed since the record before it (``capture.take_log``).
     """
     # Every executor calls this from a different stack depth (Celery's is ~45 frames): with stack room below
     # the checks, their per-op Python hot loops run equally fast under all of them (worker/stack_room.py).
@@ -88,10 +78,10 @@ def run_architecture(
                                 known_issues_path=known_issues_path)
 
 
-def _run_architecture(entry: ArchitectureEntry, device: str | Device, checks: Iterable[Check | str], *, seed: int,
+def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable[Check | str], *, seed: int,
                       workdir: Path | None, emit: Emit | None, known_issues_path: Path | None) -> list[ResultRecord]:
     order = _ordered(checks)
-    dev_name = device.name if isinstance(device, Device) else str(device)
+    dev_name = device.name
     done: list[ResultRecord] = []
     own_dir = workdir is None
     base = Path(tempfile.mkdtemp(prefix="compat-")) if own_dir else Path(workdir)
@@ -101,7 +91,7 @@ def _run_architecture(entry: ArchitectureEntry, device: str | Device, checks: It
         # A line per phase in the captured log: a crash's log then says where it happened.
         print(f"[compat] {entry.name} on {dev_name}: {name}", flush=True)
         if emit is not None:
-            emit("phase", {"phase": name})
+            emit("phase", name)
 
     def finish(recs: list[ResultRecord]) -> list[ResultRecord]:
         try:
@@ -114,39 +104,38 @@ def _run_architecture(entry: ArchitectureEntry, device: str | Device, checks: It
             if rec.error is not None:  # the full traceback is in rec.error; the log gets the headline
                 print(f"[compat]   {rec.error.type}: {rec.error.message.splitlines()[0] if rec.error.message else ''}",
                       flush=True)
-            if emit is not None:
-                emit("record", rec.model_dump(mode="json"))
+        if recs:  # the output since the previous record (this check's, its status lines included) goes with it
+            recs[0].log = take_log()
+        if emit is not None:
+            for rec in recs:
+                emit("record", rec)
         done.extend(recs)
         return recs
 
     try:
         if entry.remote_code:
-            finish(_records(entry, dev_name, order, Status.SKIPPED, "remote code: needs trust_remote_code"))
+            finish(failure_records(entry, dev_name, order, Status.SKIPPED, "remote code: needs trust_remote_code"))
             return done
-        dev = device if isinstance(device, Device) else _device(device)
-        dev_name = dev.name
         phase("build")
         try:
-            built = _build(entry, out_dir, seed)
+            built = build_checkpoint(entry, out_dir, seed=seed)
         except Exception as exc:  # noqa: BLE001
             status, reason = _build_failure(exc)
-            finish(_records(entry, dev_name, order, status, reason))
+            finish(failure_records(entry, dev_name, order, status, reason))
             return done
         phase("reference")
         try:
-            ref = prepare_reference(built.path, dev.policy, seed)
+            ref = prepare_reference(built.path, device.policy, seed)
         except ReferenceFailure as exc:
-            finish(_records(entry, dev_name, order, Status.REFERENCE_FAIL, str(exc)[:500]))
+            finish(failure_records(entry, dev_name, order, Status.REFERENCE_FAIL, str(exc)[:500]))
             return done
         if emit is not None:
-            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops).model_dump(mode="json"))
+            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
         if not ref.determinism.passed:
-            recs = _records(entry, dev_name, order, Status.REFERENCE_FAIL, ref.determinism.reason or "reference")
-            for r in recs:
-                r.metrics = dict(ref.determinism.metrics)
-            finish(recs)
+            finish([r.model_copy(update={"metrics": dict(ref.determinism.metrics)}) for r in failure_records(
+                entry, dev_name, order, Status.REFERENCE_FAIL, ref.determinism.reason or "reference")])
             return done
-        ctx = CheckContext(entry.name, entry.rank, dev, ref)
+        ctx = CheckContext(entry.name, entry.rank, device, ref)
         for check in order:
             phase(str(check))
             rec = run_check(ctx, check)
@@ -155,7 +144,7 @@ def _run_architecture(entry: ArchitectureEntry, device: str | Device, checks: It
             rec.metrics.setdefault("n_params", built.n_params)
             finish([rec])
         if emit is not None:  # the trace grows with generate/train reference runs: send the final one
-            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops).model_dump(mode="json"))
+            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
         return done
     except BaseException as exc:  # noqa: BLE001 - the contract is "never raises"; KeyboardInterrupt re-raised
         if isinstance(exc, KeyboardInterrupt):
@@ -163,21 +152,11 @@ def _run_architecture(entry: ArchitectureEntry, device: str | Device, checks: It
         have = {r.check for r in done}
         err = ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000],
                         traceback="".join(traceback.format_exception(exc))[-4000:])
-        finish(_records(entry, dev_name, [c for c in order if c not in have], Status.ERROR,
-                        "harness error while running the architecture", err))
+        finish(failure_records(entry, dev_name, [c for c in order if c not in have], Status.ERROR,
+                               "harness error while running the architecture", error=err))
         return done
     finally:
         shutil.rmtree(base if own_dir else out_dir, ignore_errors=True)
-
-
-_DEVICES: dict[str, Device] = {}
-
-
-def _device(name: str) -> Device:
-    """Resolve once per process: a pool worker serves many architectures on the same device."""
-    if name not in _DEVICES:
-        _DEVICES[name] = resolve_device(name)
-    return _DEVICES[name]
 
 
 # One intra-op thread per architecture process, for every executor: tiny models (hidden ~64) lose more to thread
@@ -188,20 +167,12 @@ ARCH_THREADS = 1
 
 def warm_worker(threads: int, device: str) -> None:
     """Pool warm-up: torch/transformers imported once, the device resolved (neuron_backend registered) once."""
-    from worker.run.pool import warm_imports
-
     warm_imports(threads)
-    _device(device)
+    process_device(device)
 
 
-def pool_job(entry: dict[str, Any], device: str, checks: list[str], seed: int = 0,
-             emit: Emit | None = None) -> list[dict[str, Any]]:
-    """The pool's task function: JSON in, JSON out (records also stream through ``emit``)."""
-    recs = run_architecture(ArchitectureEntry.model_validate(entry), device, checks, seed=seed, emit=emit)
-    return [r.model_dump(mode="json") for r in recs]
-
-
-def op_trace_of(events: list[tuple[str, dict[str, Any]]]) -> OpTrace | None:
-    """The last trace event among ``emit`` events (the fullest one)."""
-    traces = [OpTrace.model_validate(p) for kind, p in events if kind == "trace"]
-    return traces[-1] if traces else None
+def run_on(entry: ArchitectureEntry, device: str, checks: Iterable[Check | str], *, seed: int = 0,
+           workdir: Path | None = None, emit: Emit | None = None) -> list[ResultRecord]:
+    """``run_architecture`` for a caller in another process (a pool task, a Celery task): the device arrives by
+    name and is resolved once per process. ``COMPAT_RUN_HOOK`` stand-ins have this signature."""
+    return run_architecture(entry, process_device(device), checks, seed=seed, workdir=workdir, emit=emit)

@@ -10,14 +10,13 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 from compat.results import ArchitectureEntry
 from worker.catalog.catalog import (
     SNAPSHOT_SCHEMA_VERSION,
-    SOURCES,
     Catalog,
     CatalogError,
-    load_catalog,
     read_snapshot,
     registry_entries,
     write_snapshot,
 )
+from worker.catalog.load import SOURCES, load_catalog
 
 
 def test_registry_lists_every_causal_lm_class_once_in_transformers_order(isolated_settings):

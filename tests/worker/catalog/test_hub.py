@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from worker.catalog.catalog import CatalogError, load_catalog, refresh_snapshot
+from worker.catalog.catalog import CatalogError
 from worker.catalog.hub import (
     MAX_CONFIG_BYTES,
     HubError,
@@ -17,6 +17,7 @@ from worker.catalog.hub import (
     validate_model_id,
     validate_revision,
 )
+from worker.catalog.load import load_catalog, refresh_snapshot
 
 
 def test_hub_catalog_ranks_by_summed_downloads(fake_hub):

@@ -1,4 +1,5 @@
-"""captured_output / read_tail / run_pair: a run's output (Python and fd-level) is kept with its results."""
+"""captured_output / take_log / read_tail / attach_log: a run's output (Python and fd-level) is captured, and each
+record takes the part printed since the record before it."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compat.results import ArchitectureEntry, Check, ResultRecord, Status
-from worker.orchestration.executors import run_pair
-from worker.run.capture import captured_output, read_tail
+from compat.results import Check, ResultRecord, Status
+from worker.run.capture import attach_log, captured_output, read_from, read_tail, take_log
 
 
 def test_captures_python_and_descriptor_output_and_restores_both(tmp_path: Path) -> None:
@@ -33,44 +33,34 @@ def test_read_tail_keeps_the_end_and_tolerates_a_missing_file(tmp_path: Path) ->
     assert read_tail(tmp_path / "missing.log") == ""
 
 
-class _Store:
-    def __init__(self) -> None:
-        self.results: list[ResultRecord] = []
-
-    def stored_pairs(self, run_id: str) -> set[tuple[str, str]]:
-        return {(r.architecture, r.device) for r in self.results}
-
-    def add_op_traces(self, run_id: str, traces: list) -> None:
-        pass
-
-    def add_results(self, run_id: str, records: list[ResultRecord]) -> None:
-        self.results += records
-
-
-def test_run_pair_stores_the_runs_output_with_its_records(tmp_path: Path) -> None:
-    entry = ArchitectureEntry(name="Tiny", model_type="tiny", rank=1)
-
-    def runner(entry, device, checks, **_):  # noqa: ANN001, ANN202
-        print("building Tiny")
+def test_each_take_returns_the_output_since_the_previous_one(tmp_path: Path) -> None:
+    assert take_log() is None  # output not captured: nothing to take
+    with captured_output(tmp_path / "c.log") as capture:
+        print("building")
         os.write(2, b"native warning\n")
-        return [ResultRecord(architecture=entry.name, rank=1, device=device, check=c,
-                             status=Status.PASS if c == Check.LOAD else Status.MISMATCH) for c in checks]
-
-    store = _Store()
-    assert run_pair(store, "r1", entry, "neuron", [Check.LOAD, Check.FORWARD], seed=0, workdir=tmp_path,
-                    runner=runner) == "ran"
-    # On the first record and on every non-pass (as the in-process sweep attaches it); no log file left behind.
-    assert [("building Tiny" in (r.log or ""), "native warning" in (r.log or "")) for r in store.results] == [
-        (True, True), (True, True)]
-    assert list(tmp_path.glob("*.log")) == []
+        first = take_log()
+        print("forward: pass")
+        second = take_log()
+        third = take_log()
+        print("after the last record")
+    assert (first, second, third) == ("building\nnative warning\n", "forward: pass\n", None)
+    assert read_from(tmp_path / "c.log", capture.taken) == ("after the last record\n", capture.taken + 22)
+    assert take_log() is None  # the capture ended with its block
 
 
-def test_run_pair_keeps_the_traceback_of_a_runner_that_raised(tmp_path: Path) -> None:
-    def runner(*_, **__):  # noqa: ANN002, ANN003, ANN202
-        raise ValueError("hook bug")
+def test_a_long_piece_keeps_its_tail_and_the_next_take_starts_after_it(tmp_path: Path) -> None:
+    with captured_output(tmp_path / "d.log") as capture:
+        print("x" * 100 + "END")
+        assert capture.take(limit=4) == "END\n"
+        print("next")
+        assert capture.take() == "next\n"
 
-    store = _Store()
-    run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "neuron", [Check.LOAD],
-             seed=0, workdir=tmp_path, runner=runner)
-    [rec] = store.results
-    assert rec.status == Status.ERROR and "ValueError: hook bug" in (rec.log or "")
+
+def test_attach_log_fills_only_records_without_their_own_log() -> None:
+    recs = [ResultRecord(architecture="A", device="cpu", check=c, status=s, log=own)
+            for c, s, own in ((Check.LOAD, Status.PASS, None), (Check.FORWARD, Status.PASS, None),
+                              (Check.GENERATE, Status.CRASH, None), (Check.TRAIN, Status.SKIPPED, "its own"))]
+    attach_log(recs, "last words")
+    assert [r.log for r in recs] == ["last words", None, "last words", "its own"]
+    attach_log(recs[1:2], "")
+    assert recs[1].log is None
