@@ -69,10 +69,11 @@ def test_real_architectures_through_celery_match_the_in_process_path(shared_redi
     via_celery, in_process = outcome(cluster.tmp / "celery.json"), outcome(cluster.tmp / "in.json")
     assert len(via_celery) == 4 and via_celery == in_process
 
-    # Each architecture's captured output travels with its results from the worker too: the runner's phase lines.
+    # Each architecture's captured output travels with its results from the worker too: the runner's phase lines,
+    # each check's piece on its own record, together the whole log in order.
     logs: dict[str, str] = {}
     for r in Report.model_validate_json((cluster.tmp / "celery.json").read_text()).results:
-        logs.setdefault(r.architecture, r.log or "")
+        logs[r.architecture] = logs.get(r.architecture, "") + (r.log or "")
     assert set(logs) == set(ARCHS)
     for arch, log in logs.items():
         assert [ln for ln in log.splitlines() if ln.startswith(f"[compat] {arch} on ")] == [

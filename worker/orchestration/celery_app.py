@@ -10,6 +10,7 @@ from typing import Any
 from celery import Celery
 
 from compat.settings import Settings, get_settings
+from worker.orchestration.nightly import parse_cron
 
 # Task names are part of the wire protocol between submitters and workers: keep them stable.
 RUN_ARCHITECTURE_TASK = "compat.run_architecture"
@@ -107,10 +108,19 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
+def beat_schedule(cron: str, queue: str) -> dict[str, dict[str, Any]]:
+    """The beat schedule: one nightly sweep with trigger ``nightly``, at ``cron`` (UTC)."""
+    return {
+        "nightly-sweep": {
+            "task": NIGHTLY_TASK,
+            "schedule": parse_cron(cron),
+            "options": {"queue": queue},
+        }
+    }
+
+
 def make_app(settings: Settings | None = None) -> Celery:
     """A Celery app bound to ``settings`` with the sweep tasks and the nightly beat schedule registered."""
-    from worker.orchestration.nightly import beat_schedule  # local: nightly imports this module's task names
-
     settings = settings or get_settings()
     app = Celery("compat")
     app.conf.update(celery_config(settings))

@@ -1,6 +1,7 @@
-"""Executors of a sweep plan: in-process (the sweep's local process pool) or Celery (one task per architecture).
+"""Executors of a sweep plan: Celery (one task per architecture, here) or in-process (``sweep.InProcessExecutor``).
 
 Both run an architecture with worker.run.runner.run_architecture and close the run with ``finalize`` (state + diff).
+Imported by the Celery worker's main process, which forks the pool processes: nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +25,20 @@ from compat.results import (
     ResultRecord,
     RunInfo,
     Status,
-    Trigger,
+    failure_records,
 )
 from compat.settings import get_settings
+from worker.orchestration.celery_app import RUN_ARCHITECTURE_TASK
 from worker.orchestration.nightly import RunDiff, diff_results
-from worker.run.capture import attach_log, captured_output, read_tail
+from worker.run.capture import attach_log, captured_output
 
 log = logging.getLogger(__name__)
 
+# (entry, device name, checks, *, seed, workdir, emit) -> records: worker.run.runner.run_on or a stand-in.
 Runner = Callable[..., list[ResultRecord]]
 ProgressFn = Callable[[int, int], None]
+# Named, not imported: the runner (torch, transformers) loads in the process that runs architectures.
+DEFAULT_RUNNER = "worker.run.runner:run_on"
 
 
 @dataclass(frozen=True)
@@ -65,24 +69,19 @@ class RunOutcome:
 
 
 def resolve_runner(hook: str | None = None) -> Runner:
-    """The "run one architecture" function: worker.run.runner.run_architecture, or a test/benchmark hook."""
-    hook = get_settings().run_hook if hook is None else hook
-    if not hook:
-        from worker.run.runner import run_architecture
-
-        return run_architecture
+    """The "run one architecture" function: ``DEFAULT_RUNNER``, or a test/benchmark hook (``COMPAT_RUN_HOOK``)."""
+    hook = (get_settings().run_hook if hook is None else hook) or DEFAULT_RUNNER
     module, _, name = hook.partition(":")
     if not module or not name:
         raise ValueError(f"COMPAT_RUN_HOOK must be 'module:function', got {hook!r}")
     return getattr(importlib.import_module(module), name)
 
 
-def failure_records(entry: ArchitectureEntry, device: str, checks: list[Check], status: Status,
-                    reason: str, error_type: str, duration_s: float = 0.0) -> list[ResultRecord]:
-    """One record per check for an architecture whose run never returned (its process died or hung)."""
-    return [ResultRecord(architecture=entry.name, rank=entry.rank, device=device, check=c, status=status,
-                         reason=reason, error=ErrorInfo(type=error_type, message=reason), duration_s=duration_s)
-            for c in checks]
+def _failed(entry: ArchitectureEntry, device: str, checks: list[Check], status: Status, reason: str,
+            error_type: str, duration_s: float = 0.0) -> list[ResultRecord]:
+    """Records for an architecture whose run never returned a verdict (it raised, its process died or hung)."""
+    return failure_records(entry, device, checks, status, reason, error=ErrorInfo(type=error_type, message=reason),
+                           duration_s=duration_s)
 
 
 def complete_records(entry: ArchitectureEntry, device: str, checks: list[Check],
@@ -97,21 +96,22 @@ def complete_records(entry: ArchitectureEntry, device: str, checks: list[Check],
     seen = {str(r.check) for r in out if r.architecture == entry.name and r.device == device}
     missing = [c for c in checks if str(c) not in seen]
     if missing:
-        out += failure_records(entry, device, missing, Status.ERROR, "runner returned no result for this check",
-                               "MissingResult")
+        out += _failed(entry, device, missing, Status.ERROR, "runner returned no result for this check",
+                       "MissingResult")
     return out
 
 
 def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, checks: list[Check], *,
              seed: int, workdir: Path, runner: Runner | None = None) -> str:
-    """Run one architecture on one device and store its records. Idempotent: a pair that already has results in
-    this run (a redelivered task whose first delivery finished) is not run again. Returns "ran" or "skipped"."""
+    """Run one architecture on one device (by name: the runner resolves it in this process) and store its records,
+    once, each with its log. Idempotent: a pair that already has results in this run (a redelivered task whose
+    first delivery finished) is not run again. Returns "ran" or "skipped"."""
     if (entry.name, device) in store.stored_pairs(run_id):
         return "skipped"
     runner = runner or resolve_runner()
-    traces: list[dict[str, Any]] = []
+    traces: list[OpTrace] = []
 
-    def emit(kind: str, payload: dict[str, Any]) -> None:
+    def emit(kind: str, payload: Any) -> None:
         if kind == "trace":  # records come back as the return value; only the op trace is kept from events
             traces.append(payload)
 
@@ -123,26 +123,26 @@ def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, che
     log_path = Path(log_name)
     started = time.monotonic()
     try:
-        with captured_output(log_path):
+        with captured_output(log_path) as capture:
             try:
                 records = runner(entry, device, checks, seed=seed, workdir=workdir, emit=emit)
             except Exception as exc:  # noqa: BLE001 - the runner promises not to raise; a hook or a bug might
                 traceback.print_exc()
                 took = time.monotonic() - started
                 if type(exc).__name__ == "SoftTimeLimitExceeded":  # Celery's soft limit, raised in the runner
-                    records = failure_records(entry, device, checks, Status.TIMEOUT, "soft time limit exceeded",
-                                              "SoftTimeLimitExceeded", took)
+                    records = _failed(entry, device, checks, Status.TIMEOUT, "soft time limit exceeded",
+                                      "SoftTimeLimitExceeded", took)
                 else:
-                    records = failure_records(entry, device, checks, Status.ERROR, f"runner raised: {exc}"[:500],
-                                              type(exc).__name__, took)
-        log = read_tail(log_path)
+                    records = _failed(entry, device, checks, Status.ERROR, f"runner raised: {exc}"[:500],
+                                      type(exc).__name__, took)
+            rest = capture.take()  # what no record took: a stand-in runner's output, a traceback
     finally:
         log_path.unlink(missing_ok=True)
     records = complete_records(entry, device, checks, records)
-    attach_log(records, log)
+    attach_log(records, rest)
     if traces:
-        store.add_op_traces(run_id, [OpTrace.model_validate(traces[-1])])
-    store.add_results(run_id, records)
+        store.add_op_traces(run_id, [traces[-1]])
+    store.add_results(run_id, records)  # the one write of these rows
     return "ran"
 
 
@@ -151,7 +151,7 @@ def record_failure(store: Any, run_id: str, entry: ArchitectureEntry, device: st
     """Write crash/timeout records unless the pair already has results (first writer wins). True if written."""
     if (entry.name, device) in store.stored_pairs(run_id):
         return False
-    store.add_results(run_id, failure_records(entry, device, checks, status, reason, error_type))
+    store.add_results(run_id, _failed(entry, device, checks, status, reason, error_type))
     return True
 
 
@@ -177,43 +177,6 @@ def start(store: Any, plan: SweepPlan) -> str:
     return store.start_run(plan.run, plan.entries, plan.planned_keys())
 
 
-class InProcessExecutor:
-    """Runs a plan on this machine through the sweep's isolated process pool (no broker), then finalizes it."""
-
-    def __init__(self, jobs: int = 1) -> None:
-        self.jobs = jobs
-
-    def run(self, store: Any, plan: SweepPlan, on_progress: ProgressFn | None = None,
-            json_path: Path | None = None) -> RunOutcome:
-        from worker.orchestration.sweep import run_sweep
-
-        total, done = len(plan.entries), 0
-
-        def tick(_entry: ArchitectureEntry, _records: list[ResultRecord]) -> None:
-            nonlocal done
-            done += 1
-            if on_progress:
-                on_progress(done, total)
-
-        report = run_sweep(plan.entries, plan.device, plan.checks, jobs=self.jobs, trigger=plan.run.trigger,
-                           store=store, json_path=json_path, progress=tick, catalog_source=plan.run.catalog_source,
-                           snapshot_id=plan.run.snapshot_id, seed=plan.seed)
-        return finalize(store, report.run.id, plan.device, str(plan.run.trigger))
-
-
-def make_plan(entries: list[ArchitectureEntry], device: str, checks: list[Check], *, trigger: Trigger,
-              database_url: str, workdir: Path, seed: int = 0, catalog_source: str = "registry",
-              snapshot_id: str | None = None) -> SweepPlan:
-    """A plan whose run carries the device's identity and versions, as the in-process sweep records them."""
-    from worker.run.devices import device_versions, resolve_device
-
-    dev = resolve_device(device)
-    run = RunInfo(trigger=trigger, device=dev.info, versions=device_versions(dev), catalog_source=catalog_source,
-                  snapshot_id=snapshot_id, checks=list(checks))
-    return SweepPlan(run=run, entries=entries, checks=list(checks), database_url=database_url, workdir=workdir,
-                     seed=seed)
-
-
 def task_kwargs(plan: SweepPlan, run_id: str, entry: ArchitectureEntry) -> dict[str, Any]:
     """The JSON message of one architecture task. No database URL or path: workers use their own COMPAT_DATABASE_URL
     and scratch space; credentials never sit in the broker, and a message cannot point a worker at another
@@ -230,8 +193,6 @@ class CeleryExecutor:
         self.app = app
 
     def submit(self, store: Any, plan: SweepPlan) -> str:
-        from worker.orchestration.celery_app import RUN_ARCHITECTURE_TASK
-
         run_id = start(store, plan)
         queue = self.app.conf.task_default_queue
         for entry in plan.entries:
@@ -261,21 +222,3 @@ class CeleryExecutor:
         # No progress for longer than a task may take plus its redelivery delay means tasks were lost.
         stall = settings.visibility_timeout_s + settings.arch_timeout_s + settings.task_hard_grace_s
         return self.follow(store, plan, self.submit(store, plan), stall_timeout_s=stall, on_progress=on_progress)
-
-
-def broker_sweep(entries: list[ArchitectureEntry], device: str, checks: list[Check], *, trigger: Trigger,
-                 store: Any, catalog_source: str, snapshot_id: str | None,
-                 on_progress: ProgressFn | None = None) -> tuple[RunOutcome, Any]:
-    """``compat sweep --broker``: submit to the cluster at COMPAT_BROKER_URL, follow it, and return the outcome
-    with the same JSON report an in-process sweep writes."""
-    from compat.results import Report
-    from worker.orchestration.celery_app import make_app
-
-    settings = get_settings()
-    plan = make_plan(entries, device, checks, trigger=trigger, database_url=store.database_url,
-                     workdir=settings.var_dir / "work", seed=settings.seed, catalog_source=catalog_source,
-                     snapshot_id=snapshot_id)
-    outcome = CeleryExecutor(make_app(settings)).run(store, plan, on_progress)
-    run = plan.run.model_copy(update={"finished": datetime.now(UTC)})
-    report = Report(run=run, architectures=entries, results=outcome.results, op_traces=store.op_traces(outcome.run_id))
-    return outcome, report

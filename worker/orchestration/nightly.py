@@ -1,6 +1,7 @@
-"""The nightly job: its beat schedule, how a baseline run is chosen, and the regression diff between two runs.
+"""The nightly job's rules: its cron expression, how a baseline run is chosen, and the regression diff of two runs.
 
-Pure functions of their arguments, except ``find_baseline`` (one store read) and ``nightly_plan`` (the catalog).
+Pure functions of their arguments, except ``find_baseline`` and ``regression_gate`` (store reads). The schedule
+itself is ``celery_app.beat_schedule``; the nightly's plan is ``planning.nightly_plan``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import Any, Protocol
 from celery.schedules import crontab
 
 from compat.results import FAILURE_STATUSES, ResultRecord, Status, Trigger
-
-Key = tuple[str, str, str]  # (architecture, device, check)
 
 
 class BaselineStore(Protocol):
@@ -28,19 +27,6 @@ def parse_cron(expr: str) -> crontab:
     minute, hour, dom, month, dow = fields
     # crontab validates each field and raises ValueError on nonsense such as "61" or "*/0".
     return crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow)
-
-
-def beat_schedule(cron: str, queue: str) -> dict[str, dict[str, Any]]:
-    """The beat schedule: one nightly sweep with trigger ``nightly``, at ``cron`` (UTC)."""
-    from worker.orchestration.celery_app import NIGHTLY_TASK
-
-    return {
-        "nightly-sweep": {
-            "task": NIGHTLY_TASK,
-            "schedule": parse_cron(cron),
-            "options": {"queue": queue},
-        }
-    }
 
 
 @dataclass(frozen=True)
@@ -154,18 +140,6 @@ def format_diff(diff: RunDiff) -> str:
     lines += [f"missing    {c.line()}" for c in diff.missing]
     lines += [f"fixed      {c.line()}" for c in diff.fixes]
     return "\n".join(lines)
-
-
-def nightly_plan(settings: Any) -> Any:
-    """The nightly sweep: the configured catalog on the configured device, default checks, trigger ``nightly``."""
-    from compat.results import DEFAULT_CHECKS
-    from worker.catalog.catalog import load_catalog
-    from worker.orchestration.executors import make_plan
-
-    catalog = load_catalog(settings.catalog_source, settings=settings)
-    return make_plan(catalog.entries, settings.device, list(DEFAULT_CHECKS), trigger=Trigger.NIGHTLY,
-                     database_url=settings.database_url, workdir=settings.var_dir / "work", seed=settings.seed,
-                     catalog_source=catalog.source, snapshot_id=catalog.snapshot_id)
 
 
 class RunStore(BaselineStore, Protocol):

@@ -1,16 +1,22 @@
-"""The service's one narrow port into the worker: run a submission as a one-architecture sweep.
+"""Running a user's submission (a Hub model id or an uploaded config.json) as a one-architecture sweep.
 
-With a broker configured it is a Celery task on the cluster; without, a background thread of this process.
+``enqueue_submission`` is what ``serve.create_app`` hands the service's app factory: with a broker configured it
+sends a Celery task to the cluster, without one it runs the submission on a background thread of this process.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from typing import Any
 
+from huggingface_hub import hf_hub_download
+
 from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Trigger
 from compat.settings import get_settings
+from service.store import Store
+from worker.orchestration.celery_app import SUBMISSION_TASK, client_app
 
 log = logging.getLogger(__name__)
 
@@ -19,8 +25,6 @@ def enqueue_submission(submission_id: int, database_url: str) -> None:
     """Start the submission's run in the background (returns at once): on the Celery cluster when a broker is
     configured, else on a thread of this process."""
     if get_settings().broker_url:
-        from worker.orchestration.celery_app import SUBMISSION_TASK, client_app
-
         # The worker writes to its own COMPAT_DATABASE_URL (the same database in a deployment): no credentials
         # travel through the broker.
         client_app().send_task(SUBMISSION_TASK, kwargs={"submission_id": submission_id})
@@ -31,10 +35,6 @@ def enqueue_submission(submission_id: int, database_url: str) -> None:
 
 def _hub_config(model_id: str, revision: str | None) -> dict[str, Any]:
     """config.json of a Hub model (JSON only: no code, no weights)."""
-    import json
-
-    from huggingface_hub import hf_hub_download
-
     path = hf_hub_download(model_id, "config.json", revision=revision)
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -54,24 +54,22 @@ def submission_entry(sub: dict[str, Any]) -> ArchitectureEntry:
 
 def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
     """Run one submission to its end state; returns the submission's final state."""
-    from service.store import Store
+    # Imported in the process that runs the submission (torch, the neuron backend): the API process stays free
+    # of them until a submission runs in it.
+    from worker.orchestration.sweep import run_sweep
+    from worker.run.devices import resolve_device
 
     store = Store(database_url)
     sub = store.submission(submission_id)
     if sub is None or sub["state"] != "queued":
         return sub["state"] if sub else "missing"
     try:
-        from worker.orchestration.sweep import run_sweep
-    except ImportError:  # the sweep module has not landed yet: leave it queued rather than fail it
-        log.warning("worker.orchestration.sweep unavailable; submission %s stays queued", submission_id)
-        return "queued"
-    try:
         entry = submission_entry(sub)
         store.set_submission_state(submission_id, "running", architecture=entry.name)
         settings = get_settings()
         # jobs=1: the architecture still runs in an isolated, time- and memory-limited process. A Celery task
         # passes jobs=0: its pool process is that isolation already (and may not fork children of its own).
-        report = run_sweep([entry], settings.device, list(DEFAULT_CHECKS), jobs=jobs,
+        report = run_sweep([entry], resolve_device(settings.device), list(DEFAULT_CHECKS), jobs=jobs,
                            trigger=Trigger.SUBMISSION, store=store, catalog_source="submission")
         store.set_submission_state(submission_id, "done", run_id=report.run.id)
         return "done"

@@ -1,6 +1,8 @@
 """Celery tasks of distributed sweeps: run one architecture (storing its own results), and the nightly sweep.
 
 The worker's main process also records ``crash``/``timeout`` for a task whose pool process died or hit the hard limit.
+That process imports this module and only supervises: the store and the harness (SQLAlchemy, Alembic, torch) are
+imported where a task first needs them, in the pool processes it forks, so a worker is ready sooner.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from billiard.exceptions import TimeLimitExceeded, WorkerLostError
 from celery import shared_task
@@ -20,13 +22,17 @@ from compat.settings import get_settings
 from worker.orchestration import executors
 from worker.orchestration.celery_app import NIGHTLY_TASK, RUN_ARCHITECTURE_TASK, SUBMISSION_TASK
 
+if TYPE_CHECKING:
+    from service.store import Store
+
 log = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=8)
-def store_for(database_url: str) -> Any:
+def store_for(database_url: str) -> Store:
     """One Store per database per process (the engine owns the connection pool); migrations are the migrate
     service's job, but running them here is a no-op when already at head and makes a bare worker usable."""
+    # Imported on first use, in a pool process (or a failure handler): the main process starts without it.
     from service.store import Store
 
     return Store(database_url)
@@ -36,6 +42,7 @@ def store_for(database_url: str) -> Any:
 def _forget_inherited_connections(**_: Any) -> None:
     """A forked pool process must not reuse the parent's pooled DB sockets (two processes on one connection
     corrupt it): drop them without closing (closing would end the parent's session too)."""
+    # The main process has engines only if a failure handler opened the store; importing here finds them.
     from service import db
 
     db.dispose_all(close=False)
@@ -49,6 +56,7 @@ def _warm_pool_process() -> None:
     settings = get_settings()
     if settings.run_hook:
         return  # tests/benchmarks with a stand-in runner: no torch needed
+    # Imported in the forked pool process, never in the worker's main process (see the module docstring).
     from worker.run.runner import ARCH_THREADS, warm_worker
 
     try:
@@ -112,8 +120,6 @@ def record_lost_or_timed_out(sender: Any = None, task_id: str | None = None, exc
         status, reason = Status.CRASH, f"worker process died on each of {tries} attempt(s): {exception}"
     else:
         return  # raised inside the task: not a lost process, nothing the main process knows better
-    from service import db
-
     entry, check_list = _args(kwargs)
     store = store_for(get_settings().database_url)
     try:
@@ -125,13 +131,14 @@ def record_lost_or_timed_out(sender: Any = None, task_id: str | None = None, exc
     finally:
         # Pool processes are forked from this one: leave no pooled DB connection for them to inherit.
         store_for.cache_clear()
-        db.dispose_engine(store.database_url)
+        store.dispose()
 
 
 @shared_task(name=NIGHTLY_TASK, bind=True)
 def nightly_sweep_task(self: Any) -> dict[str, Any]:
     """The beat's nightly job: plan a sweep with trigger ``nightly`` and fan it out on this cluster."""
-    from worker.orchestration.nightly import nightly_plan
+    # Planning reads the catalog and resolves the device (transformers, torch): in the pool process running this.
+    from worker.orchestration.planning import nightly_plan
 
     plan = nightly_plan(get_settings())
     run_id = executors.CeleryExecutor(self.app).submit(store_for(plan.database_url), plan)
@@ -143,6 +150,7 @@ def nightly_sweep_task(self: Any) -> dict[str, Any]:
 def run_submission_task(*, submission_id: int) -> str:
     """A user's submitted architecture (POST /submissions) run on the cluster, in the worker's own database;
     returns its final state."""
+    # Imported in the pool process running it (the store, then torch): never in the worker's main process.
     from worker.orchestration.submissions import run_submission
 
     # jobs=0: run in this pool process, which Celery already isolates and time-limits; a daemonic pool process
@@ -159,11 +167,9 @@ def fail_lost_submission(sender: Any = None, exception: BaseException | None = N
         return
     if not isinstance(exception, TimeLimitExceeded | WorkerLostError):
         return
-    from service import db
-
     store = store_for(get_settings().database_url)
     try:
         store.set_submission_state(kwargs["submission_id"], "failed", error=f"{type(exception).__name__}: {exception}")
     finally:
         store_for.cache_clear()
-        db.dispose_engine(store.database_url)
+        store.dispose()

@@ -1,4 +1,5 @@
-"""Submissions end to end: API -> worker.orchestration.submissions (in-process, background thread) -> a one-architecture run.
+"""Submissions end to end: API -> worker.orchestration.submissions (in-process, background thread) -> a
+one-architecture run.
 
 Uses the real sweep on the default device with a tiny Llama config (about 6 s); no network.
 """
@@ -32,10 +33,10 @@ def _add(url: str, config: dict) -> int:
 
 def test_submitted_config_becomes_a_one_architecture_run(sqlite_url: str) -> None:
     from compat.settings import Settings
-    from service.app import create_app
     from service.auth import create_token
+    from worker.orchestration.serve import create_app
 
-    app = create_app(Settings(database_url=sqlite_url))  # real enqueue: worker.orchestration.submissions, background thread
+    app = create_app(Settings(database_url=sqlite_url))  # the deployed app: enqueue_submission, a background thread
     with db.session_scope(sqlite_url) as s:
         tok = create_token(s, "e2e")
     with TestClient(app) as c:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Check, Status
+from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Check, ResultRecord, Status
 from service.store import Store
-from worker.catalog.catalog import load_catalog
+from worker.catalog.load import load_catalog
 from worker.orchestration.sweep import abort_records, run_sweep
+from worker.run.devices import resolve_device
 from worker.run.pool import Outcome, Task
 
 SMALL = ("LlamaForCausalLM", "GPT2LMHeadModel", "MambaForCausalLM")
@@ -26,13 +27,30 @@ def entries(*names: str) -> list[ArchitectureEntry]:
 REMOTE = ArchitectureEntry(name="SomeRemoteForCausalLM", model_type="someremote", rank=999, remote_code=True)
 
 
+class RecordingStore(Store):
+    """The real store, noting each write of results and when each architecture ended."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.events: list[tuple[str, ...]] = []
+
+    def add_results(self, run_id: str, records: list[ResultRecord]) -> None:
+        super().add_results(run_id, records)
+        self.events += [("write", r.architecture, str(r.check)) for r in records]
+
+
 @pytest.fixture(scope="module")
 def cpu_run(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("cpu")
-    store = Store(f"sqlite:///{tmp}/compat.db")
+    store = RecordingStore(f"sqlite:///{tmp}/compat.db")
     seen: list[str] = []
-    report = run_sweep([*entries(*SMALL), REMOTE], "cpu", DEFAULT_CHECKS, jobs=2, store=store,
-                       json_path=tmp / "report.json", progress=lambda e, recs: seen.append(e.name))
+
+    def progress(e: ArchitectureEntry, recs: list[ResultRecord]) -> None:
+        seen.append(e.name)
+        store.events.append(("done", e.name))
+
+    report = run_sweep([*entries(*SMALL), REMOTE], resolve_device("cpu"), DEFAULT_CHECKS, jobs=2, store=store,
+                       json_path=tmp / "report.json", progress=progress)
     return report, store, tmp / "report.json", seen
 
 
@@ -74,8 +92,27 @@ def test_store_has_results_traces_and_logs(cpu_run) -> None:
     assert first.log is not None  # the captured log travels with the architecture's results
 
 
+def test_each_record_is_stored_once_as_it_is_judged_with_its_part_of_the_log(cpu_run) -> None:
+    report, store, _, _ = cpu_run
+    writes = [ev[1:] for ev in store.events if ev[0] == "write"]
+    assert sorted(writes) == sorted({(r.architecture, str(r.check)) for r in report.results})  # once per row
+    for name in SMALL:
+        # Streamed: every check's row is in the store before its architecture ends (a sweep killed mid-
+        # architecture keeps them), in the order the checks ran.
+        done_at = store.events.index(("done", name))
+        mine = [i for i, ev in enumerate(store.events) if ev[:2] == ("write", name)]
+        assert len(mine) == 4 and max(mine) < done_at
+        assert [store.events[i][2] for i in mine] == ["load", "forward", "generate", "train"]
+        logs = {str(r.check): r.log or "" for r in store.run_results(report.run.id) if r.architecture == name}
+        # Each row carries the output of its own check: the phase line, then its verdict.
+        assert f"{name} on cpu: build" in logs["load"] and "[compat] load: pass" in logs["load"]
+        for check in ("forward", "generate", "train"):
+            assert f"{name} on cpu: {check}" in logs[check] and f"[compat] {check}: pass" in logs[check]
+            assert "[compat] load: pass" not in logs[check]
+
+
 def test_neuron_sweep_attributes_failures(tmp_path: Path) -> None:
-    report = run_sweep(entries("LlamaForCausalLM", "Qwen3MoeForCausalLM"), "neuron", DEFAULT_CHECKS, jobs=2,
+    report = run_sweep(entries("LlamaForCausalLM", "Qwen3MoeForCausalLM"), resolve_device("neuron"), DEFAULT_CHECKS, jobs=2,
                        json_path=tmp_path / "r.json")
     assert report.run.device.simulated and report.run.device.name == "neuron"
     recs = {(r.architecture, r.check): r for r in report.results}
@@ -91,7 +128,7 @@ def test_neuron_sweep_attributes_failures(tmp_path: Path) -> None:
 def test_device_oom_is_recorded_and_later_checks_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A 0.5 MB NeuronCore cannot hold even the tiny model: load must be oom, the rest skipped, nothing lost.
     monkeypatch.setenv("NEURON_MEMORY_GB", "0.0005")
-    report = run_sweep(entries("LlamaForCausalLM"), "neuron", DEFAULT_CHECKS, jobs=1)
+    report = run_sweep(entries("LlamaForCausalLM"), resolve_device("neuron"), DEFAULT_CHECKS, jobs=1)
     status = {r.check: r for r in report.results}
     assert status[Check.LOAD].status == Status.OOM
     assert status[Check.LOAD].error and "OutOfMemoryError" in status[Check.LOAD].error.type
@@ -116,10 +153,10 @@ def test_abort_records_blame_the_running_check_only() -> None:
 def test_cpu_fallback_pass_is_recorded_with_its_fallen_back_ops(monkeypatch: pytest.MonkeyPatch) -> None:
     # ProphetNet's generate calls aten::_is_all_true, outside the torchneuron op table: with NEURON_CPU_FALLBACK=1
     # (read by the pool worker at import) it runs on the CPU and the pass must say so.
-    from worker.judge.reporting import arch_verdict
+    from compat.results import arch_verdict
 
     monkeypatch.setenv("NEURON_CPU_FALLBACK", "1")
-    report = run_sweep(entries("ProphetNetForCausalLM"), "neuron", [Check.LOAD, Check.FORWARD, Check.GENERATE],
+    report = run_sweep(entries("ProphetNetForCausalLM"), resolve_device("neuron"), [Check.LOAD, Check.FORWARD, Check.GENERATE],
                        jobs=1)
     gen = next(r for r in report.results if r.check == Check.GENERATE)
     assert gen.status == Status.PASS and "aten::_is_all_true (Bool)" in gen.fallback_ops
