@@ -33,12 +33,12 @@ class EnqueueRecorder:
 
 
 def make_app(database_url: str):  # noqa: ANN201 - FastAPI
+    """The deployed composition (service + pages), with submissions recorded instead of run."""
     from compat.settings import Settings
+    from dashboards.views import mount_pages
     from service.app import create_app
 
-    app = create_app(Settings(database_url=database_url))
-    app.state.enqueue_submission = EnqueueRecorder()
-    return app
+    return create_app(Settings(database_url=database_url), enqueue_submission=EnqueueRecorder(), pages=mount_pages)
 
 
 class LiveServer:

@@ -21,11 +21,12 @@ SWEEP = textwrap.dedent("""
     from service.store import Store
     from worker.catalog.catalog import registry_entries
     from worker.orchestration.sweep import run_sweep
+    from worker.run.devices import resolve_device
 
     wanted = sys.argv[2:]
     entries = [e for e in registry_entries() if e.name in wanted]
     assert sorted(e.name for e in entries) == sorted(wanted), entries
-    run_sweep(entries, "neuron", DEFAULT_CHECKS, jobs=0, store=Store(sys.argv[1]))
+    run_sweep(entries, resolve_device("neuron"), DEFAULT_CHECKS, jobs=0, store=Store(sys.argv[1]))
 """)
 
 

@@ -46,15 +46,17 @@ def db_url(request) -> str:
 
 @pytest.fixture
 def app_factory(sqlite_url: str):
-    """Build an app on a fresh SQLite DB; submissions are recorded instead of run (the worker is tested apart)."""
+    """Build the deployed composition (API + pages) on a fresh SQLite DB; submissions are recorded instead of run
+    (running them is tested with the harness, tests/worker/orchestration/test_submissions.py)."""
     from compat.settings import Settings
+    from dashboards.views import mount_pages
     from service.app import create_app
 
     def make(**overrides):
-        settings = Settings(database_url=sqlite_url, **overrides)
-        app = create_app(settings)
-        app.state.enqueued = []
-        app.state.enqueue_submission = lambda sid, url: app.state.enqueued.append((sid, url))
+        enqueued: list[tuple[int, str]] = []
+        app = create_app(Settings(database_url=sqlite_url, **overrides),
+                         enqueue_submission=lambda sid, url: enqueued.append((sid, url)), pages=mount_pages)
+        app.state.enqueued = enqueued
         return app
 
     return make
