@@ -8,14 +8,13 @@ from datetime import UTC, datetime
 import pytest
 
 from compat.results import Check, ErrorInfo, ResultRecord, Status
-from worker.orchestration.celery_app import beat_schedule
+from worker.orchestration.celery_app import beat_schedule, parse_cron
 from worker.orchestration.nightly import (
     BaselineSpec,
     diff_results,
     find_baseline,
     format_diff,
     parse_baseline,
-    parse_cron,
     regression_gate,
 )
 

@@ -53,6 +53,8 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "`compat --help` and bad input answer without importing SQLAlchemy and Alembic",
     ("worker.orchestration.cli", "_web", "worker.orchestration.serve"):
         "`compat --help` and bad input answer without importing FastAPI and uvicorn",
+    ("worker.orchestration.cli", "_cluster", "worker.orchestration.celery_app"):
+        "`compat --help` and bad input answer without importing Celery",
     ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner"):
         "the Celery worker's main process forks its pool processes: torch is imported in each of those, not in it",
     ("worker.orchestration.tasks", "nightly_sweep_task", "worker.orchestration.planning"):

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
+from celery.schedules import crontab
 
 from compat.settings import Settings, get_settings
-from worker.orchestration.nightly import parse_cron
 
 # Task names are part of the wire protocol between submitters and workers: keep them stable.
 RUN_ARCHITECTURE_TASK = "compat.run_architecture"
@@ -106,6 +106,16 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # Each worker process logs its task results; hijacking the root logger would hide the harness's logs.
         "worker_hijack_root_logger": False,
     }
+
+
+def parse_cron(expr: str) -> crontab:
+    """A five-field cron expression (minute hour day-of-month month day-of-week, UTC) as a Celery crontab."""
+    fields = expr.split()
+    if len(fields) != 5:
+        raise ValueError(f"cron expression needs 5 fields (minute hour dom month dow), got {expr!r}")
+    minute, hour, dom, month, dow = fields
+    # crontab validates each field and raises ValueError on nonsense such as "61" or "*/0".
+    return crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow)
 
 
 def beat_schedule(cron: str, queue: str) -> dict[str, dict[str, Any]]:

@@ -1,8 +1,8 @@
 """The ``compat`` command line (Typer): every command's options, help and input checks, then its work.
 
 Bad input is one line on stderr naming the valid choices, exit code 2. A command's work lives in ``commands``
-(torch, the store), ``service.commands`` (SQLAlchemy) or ``serve`` (FastAPI), imported only when it runs, so
-``compat --help`` and option errors answer at once.
+(torch, the store), ``service.commands`` (SQLAlchemy), ``serve`` (FastAPI) or ``celery_app`` (Celery), imported only
+when it runs, so ``compat --help`` and option errors answer at once.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import typer
 
 from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Trigger
 from compat.settings import get_settings
-from worker.orchestration.celery_app import ConfigError, run_beat, run_worker
 from worker.orchestration.console import console, fail
 from worker.orchestration.nightly import parse_baseline
 
@@ -37,6 +36,13 @@ def _database() -> ModuleType:
     from service import commands
 
     return commands
+
+
+def _cluster() -> ModuleType:
+    # Imported when `compat worker` or `compat beat` runs: `compat --help` and bad input answer without Celery.
+    from worker.orchestration import celery_app
+
+    return celery_app
 
 
 def _web() -> ModuleType:
@@ -162,18 +168,20 @@ def worker_cmd(
     loglevel: str = typer.Option("INFO", "--loglevel"),
 ) -> None:
     """Start a Celery worker for distributed sweeps (broker: COMPAT_BROKER_URL)."""
+    cluster = _cluster()
     try:
-        run_worker(concurrency, hostname, loglevel)
-    except ConfigError as exc:
+        cluster.run_worker(concurrency, hostname, loglevel)
+    except cluster.ConfigError as exc:
         raise fail(str(exc)) from None
 
 
 @app.command("beat")
 def beat_cmd(loglevel: str = typer.Option("INFO", "--loglevel")) -> None:
     """Start the scheduler that sends the nightly sweep at COMPAT_NIGHTLY_CRON (UTC; run exactly one)."""
+    cluster = _cluster()
     try:
-        run_beat(loglevel)
-    except (ConfigError, ValueError) as exc:
+        cluster.run_beat(loglevel)
+    except (cluster.ConfigError, ValueError) as exc:
         raise fail(str(exc)) from None
 
 

@@ -1,7 +1,7 @@
-"""The nightly job's rules: its cron expression, how a baseline run is chosen, and the regression diff of two runs.
+"""The nightly gate's rules: how a baseline run is chosen, and the regression diff of two runs.
 
 Pure functions of their arguments, except ``find_baseline`` and ``regression_gate`` (store reads). The schedule
-itself is ``celery_app.beat_schedule``; the nightly's plan is ``planning.nightly_plan``.
+(``parse_cron``, ``beat_schedule``) is in ``celery_app``; the nightly's plan is ``planning.nightly_plan``.
 """
 
 from __future__ import annotations
@@ -10,23 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from celery.schedules import crontab
-
 from compat.results import FAILURE_STATUSES, ResultRecord, Status, Trigger
 
 
 class BaselineStore(Protocol):
     def last_run_id(self, device: str, trigger: str | None = None, before: str | None = None) -> str | None: ...
-
-
-def parse_cron(expr: str) -> crontab:
-    """A five-field cron expression (minute hour day-of-month month day-of-week, UTC) as a Celery crontab."""
-    fields = expr.split()
-    if len(fields) != 5:
-        raise ValueError(f"cron expression needs 5 fields (minute hour dom month dow), got {expr!r}")
-    minute, hour, dom, month, dow = fields
-    # crontab validates each field and raises ValueError on nonsense such as "61" or "*/0".
-    return crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow)
 
 
 @dataclass(frozen=True)
