@@ -43,7 +43,8 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-# The whole default suite. Exit code 5 (no tests ran) is a failure, not a pass.
+# The whole default suite, the import-layer contract included (tests/layout). Exit code 5 (no tests ran) is a
+# failure, not a pass.
 test: $(STAMP) browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \

@@ -19,8 +19,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from worker.build import build_checkpoint  # noqa: E402
-from worker.catalog import load_catalog  # noqa: E402
+from worker.build.build import build_checkpoint  # noqa: E402
+from worker.catalog.load import load_catalog  # noqa: E402
 
 SEQ = 12
 

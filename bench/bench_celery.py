@@ -97,9 +97,12 @@ def main() -> None:
     from compat.results import ArchitectureEntry, Check, Trigger
     from compat.settings import get_settings
     from service.store import Store
-    from worker.catalog import load_catalog
-    from worker.celery_app import make_app
-    from worker.executors import CeleryExecutor, InProcessExecutor, make_plan
+    from worker.catalog.load import load_catalog
+    from worker.orchestration.celery_app import make_app
+    from worker.orchestration.executors import CeleryExecutor
+    from worker.orchestration.planning import make_plan
+    from worker.orchestration.sweep import InProcessExecutor
+    from worker.run.devices import resolve_device
 
     get_settings.cache_clear()
     settings = get_settings()
@@ -110,8 +113,10 @@ def main() -> None:
     else:
         entries = load_catalog("registry", args.archs).entries
 
+    device = resolve_device("neuron")
+
     def plan():  # noqa: ANN202
-        return make_plan(entries, "neuron", checks, trigger=Trigger.MANUAL, database_url=settings.database_url,
+        return make_plan(entries, device, checks, trigger=Trigger.MANUAL, database_url=settings.database_url,
                          workdir=tmp / "work")
 
     cores = os.cpu_count() or 1
@@ -125,7 +130,7 @@ def main() -> None:
     try:
         for _ in range(args.repeat):
             if not args.fake:  # first, so a machine getting quieter does not flatter the Celery path
-                timed("in_process_1", lambda: InProcessExecutor(jobs=1).run(store, plan()))
+                timed("in_process_1", lambda: InProcessExecutor(device, jobs=1).run(store, plan()))
             for n in (1, 2):
                 # Threads per worker = cores / workers, as the in-process pool sizes them.
                 env = dict(os.environ, PYTHONPATH=f"{REPO / 'bench'}{os.pathsep}{REPO}",

@@ -25,9 +25,10 @@ def measure(url: str, repeat: int, *, page_cache: bool) -> dict[str, list[float]
 
     from compat.settings import Settings
     from dashboards.cache import PAGE_CACHE
+    from dashboards.views import mount_pages
     from service.app import create_app
 
-    client = TestClient(create_app(Settings(database_url=url)))
+    client = TestClient(create_app(Settings(database_url=url), pages=mount_pages))
     out: dict[str, list[float]] = {}
     for path in PAGES:
         t = time.perf_counter()

@@ -12,13 +12,13 @@ import statistics
 import time
 from pathlib import Path
 
-from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Status
-from worker.catalog import load_catalog
-from worker.reporting import coverage
-from worker.sweep import run_sweep
+from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Status, coverage
+from worker.catalog.load import load_catalog
+from worker.orchestration.sweep import run_sweep
+from worker.run.devices import Device, resolve_device
 
 
-def sweep_once(entries, device: str, checks, jobs: int) -> dict:  # noqa: ANN001
+def sweep_once(entries, device: Device, checks, jobs: int) -> dict:  # noqa: ANN001
     t0 = time.perf_counter()
     report = run_sweep(entries, device, checks, jobs=jobs)
     wall = time.perf_counter() - t0
@@ -41,9 +41,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("var/bench/bench_sweep.json"))
     args = ap.parse_args()
     entries = load_catalog("registry", args.limit).entries
+    device = resolve_device(args.device)
     results = {"device": args.device, "runs": []}
     for jobs in [int(j) for j in args.jobs.split(",")]:
-        run = sweep_once(entries, args.device, DEFAULT_CHECKS, jobs)
+        run = sweep_once(entries, device, DEFAULT_CHECKS, jobs)
         results["runs"].append(run)
         print(json.dumps(run), flush=True)
     if len(results["runs"]) >= 2:
@@ -54,7 +55,7 @@ def main() -> None:
         # Compile is opt-in: time it alone, on the first N buildable architectures, with one job.
         sample = [e for e in entries if not e.remote_code][: args.compile_sample]
         t0 = time.perf_counter()
-        rep = run_sweep(sample, args.device, [Check.LOAD, Check.COMPILE], jobs=1)
+        rep = run_sweep(sample, device, [Check.LOAD, Check.COMPILE], jobs=1)
         wall = time.perf_counter() - t0
         comp = [r for r in rep.results if r.check == Check.COMPILE]
         results["compile"] = {

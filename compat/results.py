@@ -1,12 +1,15 @@
-"""The one result schema: statuses, checks, result records and the versioned JSON report.
+"""The one result schema (statuses, checks, result records, the versioned JSON report) and the pure rules over it.
 
-The worker writes these records; the service ingests and serves them; neither keeps a private copy.
+The worker writes these records; the service ingests and serves them; neither keeps a private copy. The rules
+(supported, coverage, blockers) are pure functions of records, shared by every reader.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -148,3 +151,112 @@ def is_supported(results: Iterable[ResultRecord]) -> bool:
 
 def used_fallback(results: Iterable[ResultRecord]) -> bool:
     return any(r.fallback_ops for r in results if r.check in SUPPORT_CHECKS)
+
+
+def failure_records(entry: ArchitectureEntry, device: str, checks: Iterable[Check], status: Status, reason: str,
+                    **fields: Any) -> list[ResultRecord]:
+    """One record per check that ended without a verdict of its own (build refused, reference failed, worker
+    stopped, runner raised...): the same status and reason for each, plus any other record ``fields``."""
+    return [ResultRecord(architecture=entry.name, rank=entry.rank, device=device, check=c, status=status,
+                         reason=reason, **fields) for c in checks]
+
+
+def by_architecture(records: Iterable[ResultRecord]) -> dict[str, list[ResultRecord]]:
+    out: dict[str, list[ResultRecord]] = defaultdict(list)
+    for r in records:
+        out[r.architecture].append(r)
+    return dict(out)
+
+
+def arch_verdict(records: list[ResultRecord]) -> str:
+    """One word per architecture: supported | supported_with_fallback | failing | reference_fail | skipped |
+    not_judged."""
+    if is_supported(records):
+        return "supported_with_fallback" if used_fallback(records) else "supported"
+    support = [r for r in records if r.check in SUPPORT_CHECKS]
+    if support and all(r.status == Status.SKIPPED for r in support):
+        return "skipped"
+    if any(r.status in FAILURE_STATUSES for r in support):
+        return "failing"
+    if any(r.status == Status.REFERENCE_FAIL for r in support):
+        return "reference_fail"
+    return "not_judged"  # a support check was not run (e.g. --checks load,forward): no verdict either way
+
+
+@dataclass
+class Coverage:
+    architectures: int = 0
+    verdicts: Counter = field(default_factory=Counter)  # arch_verdict -> count
+    per_check: dict[str, Counter] = field(default_factory=dict)  # check -> status -> count
+    known_failures: int = 0  # failing records explained by the known-issues file
+
+    @property
+    def supported(self) -> int:
+        return self.verdicts["supported"] + self.verdicts["supported_with_fallback"]
+
+    @property
+    def runnable(self) -> int:
+        """Architectures the device could be judged on (not skipped, reference did not fail)."""
+        return self.architectures - self.verdicts["skipped"] - self.verdicts["reference_fail"]
+
+    def pass_rate(self) -> float:
+        return self.supported / self.architectures if self.architectures else 0.0
+
+    def all_checks_pass(self, records: Iterable[ResultRecord]) -> int:
+        """Architectures whose every recorded check passed (the cpu self-check's number)."""
+        return sum(1 for recs in by_architecture(records).values() if all(r.status == Status.PASS for r in recs))
+
+
+def coverage(records: Iterable[ResultRecord]) -> Coverage:
+    records = list(records)
+    cov = Coverage()
+    groups = by_architecture(records)
+    cov.architectures = len(groups)
+    for recs in groups.values():
+        cov.verdicts[arch_verdict(recs)] += 1
+    for r in records:
+        cov.per_check.setdefault(str(r.check), Counter())[str(r.status)] += 1
+        if r.known_issue and r.status != Status.PASS:
+            cov.known_failures += 1
+    return cov
+
+
+@dataclass
+class Blocker:
+    op: str  # aten::name (dtype spellings are in ``variants``)
+    architectures: list[str]  # blocked (some failing support check names this op)
+    unlocks: list[str]  # blocked by this op alone: implementing it would make them pass every blocked check
+    variants: list[str]  # e.g. ["aten::histc (Long)"]
+    checks: list[str]
+
+    @property
+    def message(self) -> str:
+        return (f"implement {self.op} to unlock {len(self.unlocks)} architecture(s) "
+                f"(blocks {len(self.architectures)})")
+
+
+def blockers(records: Iterable[ResultRecord], *, checks: Iterable[Check] = tuple(ALL_CHECKS)) -> list[Blocker]:
+    """Rank ops by how many architectures they block (ties: by how many they alone block, then name)."""
+    wanted = set(checks)
+    blocked: dict[str, set[str]] = defaultdict(set)
+    variants: dict[str, set[str]] = defaultdict(set)
+    in_checks: dict[str, set[str]] = defaultdict(set)
+    ops_of_arch: dict[str, set[str]] = defaultdict(set)
+    unexplained: set[str] = set()  # architectures with a failure that names no op: no single op unlocks them
+    for r in records:
+        if r.check not in wanted or r.status not in FAILURE_STATUSES:
+            continue
+        if not r.blocking_op:
+            unexplained.add(r.architecture)
+            continue
+        op = r.blocking_op.split(" (")[0]
+        blocked[op].add(r.architecture)
+        variants[op].add(r.blocking_op)
+        in_checks[op].add(str(r.check))
+        ops_of_arch[r.architecture].add(op)
+    out = []
+    for op, archs in blocked.items():
+        alone = sorted(a for a in archs if ops_of_arch[a] == {op} and a not in unexplained)
+        out.append(Blocker(op, sorted(archs), alone, sorted(variants[op]), sorted(in_checks[op])))
+    out.sort(key=lambda b: (-len(b.architectures), -len(b.unlocks), b.op))
+    return out

@@ -46,7 +46,7 @@ class Settings(BaseSettings):
     crash_retries: int = Field(2, ge=0, le=20)  # reruns of a task whose process died, then `crash`
     worker_max_tasks_per_child: int = Field(50, ge=1)
     worker_max_memory_mb: int = Field(4096, ge=64)  # recycle a pool process above this RSS
-    # "module:function" replacing worker.runner.run_architecture in tasks; tests and benchmarks only.
+    # "module:function" replacing worker.run.runner.run_on (the device by name) in tasks; tests and benchmarks only.
     run_hook: str = ""
 
     # Service.

@@ -1,8 +1,7 @@
 """A small cache of page data keyed by a fingerprint of the results store, so repeated views of the overview
 and matrix skip recomputing roll-ups that only change when a run or result is written.
 
-The fingerprint is two cheap queries (newest result id; run count, newest start/finish, runs in progress and the
-sum of the runs' ``data_version``, which the store bumps on every write to a run): any write changes it.
+The fingerprint is ``service.queries.store_fingerprint`` (two cheap queries): any write through the store changes it.
 Values are ``service.queries`` outputs, so page and API numbers stay one.
 """
 
@@ -14,22 +13,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from service.models import Result, Run
+from service.queries import store_fingerprint
 
 T = TypeVar("T")
-
-
-def store_fingerprint(session: Session) -> tuple[Any, ...]:
-    """What changes whenever the pages' numbers can change: results added or replaced, runs started or finished."""
-    newest_result = session.scalar(select(func.max(Result.id)))
-    runs = session.execute(select(
-        func.count(Run.id), func.max(Run.started), func.max(Run.finished),
-        func.sum(case((Run.state == "running", 1), else_=0)), func.sum(Run.data_version),
-    )).one()
-    return (newest_result, *runs)
 
 
 class PageCache:

@@ -1,5 +1,5 @@
 """Run pages: the list of runs, one run (with live progress while it runs), the diff of two runs and the
-captured logs of an architecture in a run; all read through ``service.queries`` (logs via ``lookups``)."""
+captured logs of an architecture in a run; all read through ``service.queries``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlalchemy.orm import Session
 
 from compat.results import ALL_CHECKS, Status
-from dashboards.deps import get_session, not_found
-from dashboards.lookups import previous_run_id, result_logs
-from dashboards.templating import render
+from dashboards.templating import not_found, render
 from service import queries
+from service.deps import get_session
 
 router = APIRouter(include_in_schema=False)
 RUNS_PER_PAGE = 50
@@ -58,7 +57,7 @@ def run(run_id: str, request: Request, session: Session = Depends(get_session)) 
     counts = sorted(detail.status_counts.items(), key=lambda kv: order.get(kv[0], 99))
     failures = [r for r in detail.result_list if r.status != Status.PASS]
     return render(request, "run.html", page_title=f"Run {run_id[:8]}", run=detail, status_counts=counts,
-                  failures=failures, prev=previous_run_id(session, run_id),
+                  failures=failures, prev=queries.previous_run_id(session, run_id),
                   percent=_percent(detail.results, detail.planned))
 
 
@@ -76,7 +75,7 @@ def run_progress(run_id: str, session: Session = Depends(get_session)) -> JSONRe
 @router.get("/runs/{run_id}/log/{architecture}", response_class=HTMLResponse)
 def run_log(run_id: str, architecture: str, request: Request, session: Session = Depends(get_session)
             ) -> HTMLResponse:
-    logs = result_logs(session, run_id, architecture)
+    logs = queries.result_logs(session, run_id, architecture)
     if not logs:
         return not_found(request, "Log", f"No captured log for {architecture} in run {run_id[:8]}.",
                          f"/architectures/{architecture}", "Back to the architecture")

@@ -7,39 +7,39 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from sqlalchemy.orm import Session
 
-from compat.settings import get_settings
-from dashboards.deps import get_session, not_found
+from compat.settings import Settings
 from dashboards.submission_form import create_from_form
-from dashboards.templating import render
+from dashboards.templating import not_found, render
 from service import queries
+from service.deps import app_settings, get_session
 
 router = APIRouter(include_in_schema=False)
 _STATE_PROGRESS = {"queued": (10, "Waiting for a worker."), "running": (55, "Building and running the tiny model."),
                    "done": (100, "Done."), "failed": (100, "Failed.")}
 
 
-def _form(request: Request, *, values: dict[str, str] | None = None, errors: list[tuple[str, str]] | None = None,
-          status_code: int = 200) -> HTMLResponse:
+def _form(request: Request, settings: Settings, *, values: dict[str, str] | None = None,
+          errors: list[tuple[str, str]] | None = None, status_code: int = 200) -> HTMLResponse:
     errors = errors or []
     return render(request, "submit.html", status_code=status_code, page_title="Submit a model",
                   values={"model_id": "", "revision": "", **(values or {})}, errors=errors,
-                  error_fields={f for f, _ in errors}, max_upload_kb=get_settings().max_upload_bytes // 1024)
+                  error_fields={f for f, _ in errors}, max_upload_kb=settings.max_upload_bytes // 1024)
 
 
 @router.get("/submit", response_class=HTMLResponse)
-def submit_form(request: Request) -> HTMLResponse:
-    return _form(request)
+def submit_form(request: Request, settings: Settings = Depends(app_settings)) -> HTMLResponse:
+    return _form(request, settings)
 
 
 @router.post("/submit", response_class=HTMLResponse, response_model=None)
-async def submit(request: Request, session: Session = Depends(get_session)) -> HTMLResponse | RedirectResponse:
+async def submit(request: Request, session: Session = Depends(get_session),
+                 settings: Settings = Depends(app_settings)) -> HTMLResponse | RedirectResponse:
     """Validate like the API does, create the submission, then redirect to its live page (303, POST/redirect/GET)."""
-    settings = getattr(request.app.state, "settings", None) or get_settings()
     form = await request.form()
-    result = await create_from_form(session, form, settings, getattr(request.app.state, "enqueue_submission", None),
-                                    getattr(request.app.state, "database_url", None) or settings.database_url)
+    result = await create_from_form(session, form, settings, request.app.state.enqueue_submission,
+                                    settings.database_url)
     if result.errors:
-        return _form(request, values=result.values, errors=result.errors, status_code=422)
+        return _form(request, settings, values=result.values, errors=result.errors, status_code=422)
     return RedirectResponse(f"/submissions/{result.submission_id}", status_code=303)
 
 

@@ -1,4 +1,4 @@
-"""The dashboard's Jinja2 environment: template loader, filters and the one ``render`` helper used by every page.
+"""The dashboard's Jinja2 environment: template loader, filters, the one ``render`` helper and the 404 page.
 
 Autoescaping is on for every template; only markup built by our own helpers (status cells, SVG charts) is trusted.
 """
@@ -16,7 +16,6 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from dashboards.status_style import legend, status_cell, style_for
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
-STATIC_DIR = Path(__file__).parent / "static"
 
 # Top navigation: (path, label); the page's own entry gets aria-current="page".
 NAV: tuple[tuple[str, str], ...] = (
@@ -83,3 +82,10 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     """Render ``template`` with the request's path (for the active nav entry) and ``context``."""
     html = ENV.get_template(template).render(request_path=request.url.path, request=request, **context)
     return HTMLResponse(html, status_code=status_code)
+
+
+def not_found(request: Request, what: str, message: str, back_href: str = "/", back_label: str = "Back to the overview"
+              ) -> HTMLResponse:
+    """The 404 page: what was not found, why, and where to go back to."""
+    return render(request, "not_found.html", status_code=404, page_title=f"{what} not found", message=message,
+                  back_href=back_href, back_label=back_label)

@@ -1,4 +1,5 @@
-"""The dashboard's HTML pages: one FastAPI ``router`` that ``service.app.create_app()`` mounts at ``/``.
+"""The dashboard's HTML pages: one FastAPI ``router``, mounted at ``/`` by ``mount_pages`` (the app factory's
+``pages`` hook, passed by ``worker.orchestration.serve``).
 
 Every number shown is read through ``service.queries`` (the same functions as the REST API), so page and API agree.
 This module holds the overview, matrix, architecture and blockers pages; runs and submissions include their own.
@@ -6,50 +7,61 @@ This module holds the overview, matrix, architecture and blockers pages; runs an
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session
 
 from compat.results import ALL_CHECKS
-from compat.settings import get_settings
+from compat.settings import Settings
 from dashboards import matrix as mx
 from dashboards.cache import PAGE_CACHE
 from dashboards.changes import changed_cells, history_changes, latest_changes
 from dashboards.charts import Series, legend_items, line_chart
-from dashboards.deps import get_session, not_found
-from dashboards.lookups import previous_run_id
 from dashboards.run_views import router as run_router
 from dashboards.submit_views import router as submit_router
-from dashboards.templating import render
+from dashboards.templating import not_found, render
 from service import queries
+from service.deps import app_settings, get_session
 
 router = APIRouter(include_in_schema=False)
 FIRST_COMMAND = "compat sweep"
+STATIC_DIR = Path(__file__).parent / "static"
 
 
-def _top_n(request: Request) -> int:
+def mount_pages(app: FastAPI) -> None:
+    """Serve the pages at ``/`` and their assets at ``/static`` on a service app (``create_app(pages=...)``)."""
+    app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
+def _top_n(request: Request, settings: Settings) -> int:
     """Top-N of the headline: ``?top=`` when given and valid, else the setting."""
     try:
         return max(1, int(request.query_params.get("top", "")))
     except ValueError:
-        return get_settings().dashboard_top_n
+        return settings.dashboard_top_n
 
 
 @router.get("/", response_class=HTMLResponse)
-def overview(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+def overview(request: Request, session: Session = Depends(get_session),
+             settings: Settings = Depends(app_settings)) -> HTMLResponse:
     """Headline coverage per device, declared-support reference rows, coverage over time, last night's changes."""
     runs = queries.list_runs(session, per_page=1)
     if runs.total == 0:
         return render(request, "empty.html", page_title="No runs yet", command=FIRST_COMMAND)
-    top_n = _top_n(request)
-    data = PAGE_CACHE.get(session, ("overview", top_n), lambda: _overview_data(session, top_n))
+    top_n = _top_n(request, settings)
+    data = PAGE_CACHE.get(session, ("overview", top_n, settings.device),
+                          lambda: _overview_data(session, top_n, settings.device))
     return render(request, "overview.html", page_title="Overview", top_n=top_n, **data)
 
 
-def _overview_data(session: Session, top_n: int) -> dict:
+def _overview_data(session: Session, top_n: int, lead_device: str) -> dict:
     """Everything the overview shows, from ``service.queries`` (cached per store state by the caller)."""
     # The device under test leads; other devices (cpu, cuda...) follow by name.
-    cov = sorted(queries.coverage(session).items, key=lambda c: (c.device != get_settings().device, c.device))
+    cov = sorted(queries.coverage(session).items, key=lambda c: (c.device != lead_device, c.device))
     cov_top = {c.device: c for c in queries.coverage(session, top_n=top_n).items}
     running = [r for r in queries.list_runs(session, state="running", per_page=10).items if r.trigger != "submission"]
 
@@ -58,7 +70,7 @@ def _overview_data(session: Session, top_n: int) -> dict:
 
     diffs = []
     for c in cov:
-        prev = previous_run_id(session, c.run_id)
+        prev = queries.previous_run_id(session, c.run_id)
         if prev is not None:
             run = queries.get_run(session, c.run_id, with_results=False)
             diffs.append({"device": c.device, "trigger": run.trigger, "prev": prev, "latest": c.run_id,
@@ -86,10 +98,11 @@ def _history_series(histories: list) -> tuple[list[str], list[Series]]:
 
 
 @router.get("/matrix", response_class=HTMLResponse)
-def matrix(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+def matrix(request: Request, session: Session = Depends(get_session),
+           settings: Settings = Depends(app_settings)) -> HTMLResponse:
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
-    rows, devices = PAGE_CACHE.get(session, "matrix", lambda: _matrix_rows(session))
+    rows, devices = PAGE_CACHE.get(session, ("matrix", settings.device), lambda: _matrix_rows(session, settings.device))
     cols = mx.columns(rows, devices, query)
     shown = mx.apply(rows, cols, query)
     page_rows, page_no, pages = mx.paginate(shown, query.page)
@@ -107,13 +120,13 @@ def matrix(request: Request, session: Session = Depends(get_session)) -> HTMLRes
     )
 
 
-def _matrix_rows(session: Session) -> tuple[list[mx.MatrixRow], list[str]]:
+def _matrix_rows(session: Session, lead_device: str) -> tuple[list[mx.MatrixRow], list[str]]:
     """All architectures pivoted to matrix rows, with the cells changed since each device's previous run."""
     page = queries.list_architectures(session, per_page=1_000_000)
-    rows, devices = mx.pivot(page.items, devices_order=[get_settings().device])
+    rows, devices = mx.pivot(page.items, devices_order=[lead_device])
     latest_run_by_device = {r.device: r.run_id for r in page.items}
     for device, run_id in latest_run_by_device.items():
-        prev = previous_run_id(session, run_id)
+        prev = queries.previous_run_id(session, run_id)
         if prev is None:
             continue
         changed = changed_cells(queries.diff_runs(session, prev, run_id), device)

@@ -1,4 +1,5 @@
-"""FastAPI app factory: REST API under /api/v1 (schema at /openapi.json), /healthz, /metrics, dashboard pages at /.
+"""FastAPI app factory: REST API under /api/v1 (schema at /openapi.json), /healthz, /metrics; pages and the
+submission runner are handed in by the caller (``worker.orchestration.serve`` composes the deployed app).
 
 Every error leaves as a JSON body ({"error", "detail"}); the catch-all handler keeps even bugs out of HTML.
 """
@@ -6,8 +7,7 @@ Every error leaves as a JSON body ({"error", "detail"}); the catch-all handler k
 from __future__ import annotations
 
 import logging
-from importlib.util import find_spec
-from pathlib import Path
+from collections.abc import Callable
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from compat.settings import Settings, get_settings
 from service import db
+from service.api import badges, results, submissions
 from service.metrics import Metrics, MetricsMiddleware
 from service.queries import NotFound
 from service.validation import InvalidInput
@@ -27,12 +28,10 @@ from service.validation import InvalidInput
 log = logging.getLogger(__name__)
 API_PREFIX = "/api/v1"
 
-
-def _enqueue(submission_id: int, database_url: str) -> None:
-    # Lazy: the worker (torch, transformers) loads only when a submission arrives.
-    from worker.interface import enqueue_submission
-
-    enqueue_submission(submission_id, database_url)
+# Starts a stored submission's run in the background: (submission id, database URL) -> None, returns at once.
+EnqueueSubmission = Callable[[int, str], None]
+# Adds routes to the app (the dashboard's pages and their static files).
+Mount = Callable[[FastAPI], None]
 
 
 class BodyLimit:
@@ -84,23 +83,12 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"error": "internal error", "detail": type(exc).__name__}, status_code=500)
 
 
-def _mount_dashboards(app: FastAPI) -> None:
-    if find_spec("dashboards.views") is None:
-        return
-    from fastapi.staticfiles import StaticFiles
+def create_app(settings: Settings | None = None, *, migrate: bool = True,
+               enqueue_submission: EnqueueSubmission | None = None, pages: Mount | None = None) -> FastAPI:
+    """The service over ``settings.database_url`` (migrated to head unless ``migrate=False``).
 
-    from dashboards.views import router
-
-    app.include_router(router)
-    static = Path(find_spec("dashboards").submodule_search_locations[0]) / "static"
-    if static.is_dir():
-        app.mount("/static", StaticFiles(directory=static), name="static")
-
-
-def create_app(settings: Settings | None = None, *, migrate: bool = True) -> FastAPI:
-    """The service: API + dashboards over ``settings.database_url`` (migrated to head unless ``migrate=False``)."""
-    from service.api import badges, results, submissions
-
+    ``enqueue_submission`` starts a submission's run; without one, submissions are stored ``queued`` for a runner
+    elsewhere. ``pages`` mounts the dashboard. The service itself imports neither the harness nor the pages."""
     settings = settings or get_settings()
     if migrate:
         db.upgrade(settings.database_url)
@@ -108,9 +96,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     # blank pages offline, so they are off. The schema itself stays at /openapi.json.
     app = FastAPI(title="neuron-compat", version="1", summary="Which Hugging Face causal-LM architectures run "
                   "correctly on a PyTorch device, and why the rest fail.", docs_url=None, redoc_url=None)
-    app.state.settings = settings
-    app.state.database_url = settings.database_url
-    app.state.enqueue_submission = _enqueue
+    app.state.settings = settings  # the app's one settings source, for the API and the pages (service.deps)
+    app.state.enqueue_submission = enqueue_submission
+    if enqueue_submission is None:
+        log.info("no submission runner attached: submissions are stored queued")
     metrics = Metrics()
     app.state.metrics = metrics
     _install_error_handlers(app)
@@ -127,7 +116,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True) -> Fas
     def metrics_endpoint() -> PlainTextResponse:
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    _mount_dashboards(app)
+    if pages is not None:
+        pages(app)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     # The multipart envelope adds a little around the file itself.
     app.add_middleware(BodyLimit, limit=settings.max_upload_bytes + 16 * 1024)

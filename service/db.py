@@ -5,11 +5,15 @@ SQLite (the embedded default) gets WAL mode, foreign keys and a busy timeout; Po
 
 from __future__ import annotations
 
+import fcntl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -93,9 +97,7 @@ def session_scope(database_url: str | None = None) -> Iterator[Session]:
         session.close()
 
 
-def _alembic_config(database_url: str):  # noqa: ANN202 - alembic imported lazily
-    from alembic.config import Config
-
+def _alembic_config(database_url: str) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     # '%' is alembic's interpolation char; URL-encoded passwords contain it.
@@ -104,8 +106,6 @@ def _alembic_config(database_url: str):  # noqa: ANN202 - alembic imported lazil
 
 
 def head_revision() -> str:
-    from alembic.script import ScriptDirectory
-
     return ScriptDirectory.from_config(_alembic_config("sqlite://")).get_current_head()
 
 
@@ -129,8 +129,6 @@ def _migration_lock(url: str) -> Iterator[None]:
     if not db_path or db_path == ":memory:" or db_path.startswith("file:"):
         yield
         return
-    import fcntl
-
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
     with open(f"{db_path}.migrate-lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -142,8 +140,6 @@ def _migration_lock(url: str) -> Iterator[None]:
 
 def upgrade(database_url: str | None = None) -> str:
     """Bring the schema to the newest migration (no-op when already there); returns the head revision."""
-    from alembic import command
-
     url = resolve_url(database_url)
     head = head_revision()
     if url in _upgraded or current_revision(url) == head:

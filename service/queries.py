@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from compat.results import Status, Trigger
@@ -204,6 +204,39 @@ def list_runs(session: Session, *, device: str | None = None, trigger: str | Non
                            .offset((page - 1) * per_page).limit(per_page))
     return S.RunPage(items=[S.RunSummary(**_summary(session, r)) for r in runs], total=total,
                      page=page, per_page=per_page)
+
+
+def previous_run_id(session: Session, run_id: str) -> str | None:
+    """The newest finished run before ``run_id`` on the same device with the same trigger (what "last night"
+    means); None for an unknown run or the first one."""
+    run = session.get(Run, run_id)
+    if run is None:
+        return None
+    q = (select(Run.id)
+         .where(Run.device == run.device, Run.trigger == run.trigger, Run.state != "running",
+                (Run.started < run.started) | ((Run.started == run.started) & (Run.id < run.id)))
+         .order_by(Run.started.desc(), Run.id.desc()).limit(1))
+    return session.scalar(q)
+
+
+def result_logs(session: Session, run_id: str, architecture: str) -> list[S.LogEntry]:
+    """The captured output of every check of ``architecture`` in ``run_id``, in the order it was stored (checks
+    without output left out)."""
+    rows = session.execute(
+        select(Result.device, Result.check, Result.status, Result.log)
+        .where(Result.run_id == run_id, Result.architecture == architecture).order_by(Result.id))
+    return [S.LogEntry(device=d, check=c, status=s, log=log) for d, c, s, log in rows if log]
+
+
+def store_fingerprint(session: Session) -> tuple:
+    """What changes whenever a number read here can change: results added or replaced (newest result id), runs
+    started or finished, and the sum of the runs' ``data_version`` (bumped by every write through the store)."""
+    newest_result = session.scalar(select(func.max(Result.id)))
+    runs = session.execute(select(
+        func.count(Run.id), func.max(Run.started), func.max(Run.finished),
+        func.sum(case((Run.state == "running", 1), else_=0)), func.sum(Run.data_version),
+    )).one()
+    return (newest_result, *runs)
 
 
 def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.RunDetail:

@@ -133,11 +133,6 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
     return out
 
 
-def run_catalog(session: Session, run: Run) -> list[tuple[str, int]]:
-    """(architecture, rank) of the run's catalog by rank; falls back to the archs that have results."""
-    return [(c.architecture, c.rank) for c in run_view(session, run).catalog]
-
-
 def run_counts(session: Session, run: Run) -> tuple[int, int, int]:
     """(architectures in catalog, supported, result rows) of one run on its own device."""
     view = run_view(session, run)

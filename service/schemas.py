@@ -137,6 +137,15 @@ class RunDetail(RunSummary):
     result_list: list[ResultRecord] = Field(default_factory=list)
 
 
+class LogEntry(BaseModel):
+    """The captured output one check of an architecture carries in a run."""
+
+    device: str
+    check: str
+    status: str
+    log: str
+
+
 class DiffEntry(BaseModel):
     architecture: str
     rank: int | None = None

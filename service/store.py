@@ -118,6 +118,11 @@ class Store:
     def session(self):  # noqa: ANN201 - context manager of Session
         return db.session_scope(self.database_url)
 
+    def dispose(self) -> None:
+        """Close this store's pooled connections (a process that forks must not hand them to its children);
+        the next use opens new ones."""
+        db.dispose_engine(self.database_url)
+
     # -- writes ---------------------------------------------------------------------------------
 
     def start_run(self, run: RunInfo, architectures: list[ArchitectureEntry],

@@ -120,6 +120,8 @@ def check_config(cfg: dict[str, Any], max_params: int) -> tuple[str, int]:
             raise InvalidInput(name, f"{name} must be a non-negative integer")
         if v > cap:
             raise InvalidInput(name, f"{name}={v} is above the limit {cap}")
+    # Only now, for a config that passed the cheap checks: the API process imports torch and transformers when a
+    # submitted config is measured on the meta device, not at start.
     import torch
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING

@@ -1,1 +1,4 @@
-"""worker package."""
+"""The harness: the stages of a sweep (catalog, build, run, judge) and the orchestration layer that drives them.
+
+The stages never import the service; ``worker.orchestration`` is the one layer that imports both.
+"""

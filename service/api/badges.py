@@ -12,8 +12,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
-from service.api.deps import READ_ERRORS, get_session, reject_unknown_query
+from service.api.deps import READ_ERRORS, reject_unknown_query
 from service.api.results import NAME
+from service.deps import app_settings, get_session
 from service.rollup import is_supported_statuses
 from service.store import latest_results_in
 
@@ -48,7 +49,7 @@ def render_badge(label: str, value: str, color: str) -> str:
 def badge(request: Request, session: Annotated[Session, Depends(get_session)],
           architecture: Annotated[str, Path(max_length=128, pattern=NAME)],
           device: Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME)] = None) -> Response:
-    device = device or request.app.state.settings.device
+    device = device or app_settings(request).device
     latest = latest_results_in(session, architecture, device)
     state = badge_state({str(r.check): str(r.status) for r in latest},
                         any(r.fallback_ops for r in latest))

@@ -1,18 +1,16 @@
-"""Dependencies shared by the routers: DB session, bearer-token check, rejection of unknown query params.
+"""Dependencies of the API routers: bearer-token check, rejection of unknown query params, documented errors.
 
 Unknown query parameters are an error (422), so a typo in a filter never silently returns everything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from service import db
 from service.auth import token_name
+from service.deps import get_session
 from service.schemas import ErrorBody
 
 # Documented on every route so the OpenAPI schema matches what clients actually receive.
@@ -28,11 +26,6 @@ WRITE_ERRORS: dict[int | str, dict] = {
 }
 
 _bearer = HTTPBearer(auto_error=False, description="API token from `compat token create NAME`")
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    with db.session_scope(request.app.state.database_url) as session:
-        yield session
 
 
 def require_token(creds: HTTPAuthorizationCredentials | None = Depends(_bearer),

@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 from compat.results import Check, Trigger
 from service import queries
 from service import schemas as S
-from service.api.deps import READ_ERRORS, get_session, reject_unknown_query
+from service.api.deps import READ_ERRORS, reject_unknown_query
+from service.deps import get_session
 
 router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=READ_ERRORS)
 

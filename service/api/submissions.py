@@ -1,6 +1,7 @@
 """Submissions: a Hub model id (optional revision) or an uploaded config.json, queued for a one-architecture run.
 
-Writing needs a bearer token; the run itself starts through ``worker.interface`` after the 202 is sent.
+Writing needs a bearer token; the run itself starts after the 202 is sent, through the enqueue function the app was
+created with (``create_app(enqueue_submission=...)``); an app created without one stores submissions queued.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from sqlalchemy.orm import Session
 from service import queries
 from service import schemas as S
 from service import submissions as rules
-from service.api.deps import WRITE_ERRORS, get_session, reject_unknown_query, require_token
+from service.api.deps import WRITE_ERRORS, reject_unknown_query, require_token
+from service.deps import app_settings, get_session
 from service.validation import MODEL_ID_PATTERN, REVISION_PATTERN
 
 router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=WRITE_ERRORS)
@@ -34,13 +36,14 @@ async def create_submission(
                                          description="branch, tag or commit sha")] = None,
     config: Annotated[UploadFile | None, File(description="config.json")] = None,
 ) -> JSONResponse:
-    settings = request.app.state.settings
+    settings = app_settings(request)
     raw = await config.read(rules.upload_read_size(settings)) if config is not None else None
-    hook, database_url = request.app.state.enqueue_submission, request.app.state.database_url
+    hook = request.app.state.enqueue_submission
     # The run starts after the 202 is sent. create_submission blocks (DB, meta-device build): off the event loop.
     sub = await run_in_threadpool(
         rules.create_submission, session, rules.SubmissionInput(model_id=model_id, revision=revision, config=raw),
-        submitter=token, settings=settings, enqueue=lambda sid: background.add_task(hook, sid, database_url))
+        submitter=token, settings=settings,
+        enqueue=None if hook is None else lambda sid: background.add_task(hook, sid, settings.database_url))
     url = f"/api/v1/submissions/{sub.id}"
     body = S.SubmissionCreated(id=sub.id, state=sub.state, url=url)
     return JSONResponse(body.model_dump(), status_code=202, headers={"Location": url})

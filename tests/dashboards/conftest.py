@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from dash_seed import seed_sweep
-from dash_server import CHROMIUM, CHROMIUM_ARGS, LiveServer, RecordedPage, make_app
+from live_server import CHROMIUM, CHROMIUM_ARGS, LiveServer, RecordedPage, make_app
+from seed_store import seed_sweep
 
 
 @pytest.fixture(scope="session")

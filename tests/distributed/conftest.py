@@ -20,7 +20,7 @@ from dist_env import HERE, REPO, VENV_BIN, free_port  # noqa: F401 - re-exported
 
 from compat.results import ArchitectureEntry, Check, DeviceInfo, RunInfo, Trigger
 from compat.settings import Settings
-from worker.executors import SweepPlan
+from worker.orchestration.executors import SweepPlan
 
 # ``pg_schema`` (the private-schema PostgreSQL helper, shared with tests/service) lives in tests/helpers.
 _HELPERS = str(Path(__file__).parents[1] / "helpers")
@@ -180,7 +180,7 @@ class Cluster:
                 proc.wait(5)
 
     def app(self):  # noqa: ANN201 - a Celery app
-        from worker.celery_app import make_app
+        from worker.orchestration.celery_app import make_app
 
         return make_app(self.settings)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from compat.settings import Settings
-from worker.celery_app import ConfigError, beat_argv, celery_config, make_app, worker_argv
+from worker.orchestration.celery_app import ConfigError, beat_argv, celery_config, make_app, worker_argv
 
 
 def settings(**kw) -> Settings:
@@ -39,7 +39,7 @@ def test_unsafe_or_missing_configuration_is_refused():
 
 def test_app_registers_tasks_queue_and_schedule():
     app = make_app(settings(celery_queue="q7"))
-    assert app.conf.task_default_queue == "q7" and "worker.tasks" in app.conf.include
+    assert app.conf.task_default_queue == "q7" and "worker.orchestration.tasks" in app.conf.include
     assert app.conf.beat_schedule["nightly-sweep"]["options"] == {"queue": "q7"}
     assert "--queues=q7" in worker_argv(settings(celery_queue="q7"), concurrency=2)
     assert beat_argv(settings(var_dir="/tmp/x"))[-1] == "--schedule=/tmp/x/celerybeat-schedule"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from compat.results import Status, Trigger
-from worker.executors import CeleryExecutor
+from worker.orchestration.executors import CeleryExecutor
 
 
 def wait_state(store, run_id: str, timeout: float = 40) -> str:

@@ -15,8 +15,8 @@ from dist_env import REPO, VENV_BIN, free_port
 
 from compat.results import ArchitectureEntry
 from compat.settings import Settings
-from worker.catalog import Catalog, write_snapshot
-from worker.celery_app import NIGHTLY_TASK
+from worker.catalog.catalog import Catalog, write_snapshot
+from worker.orchestration.celery_app import NIGHTLY_TASK
 
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
 

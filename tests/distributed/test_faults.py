@@ -9,7 +9,7 @@ import time
 from collections import Counter
 
 from compat.results import Status
-from worker.executors import CeleryExecutor
+from worker.orchestration.executors import CeleryExecutor
 
 
 def wait_for(predicate, timeout: float, what: str):

@@ -1,4 +1,5 @@
-"""Regression gate and nightly schedule: the pure functions of worker.nightly, on hand-made records."""
+"""Regression gate and nightly schedule: the pure functions of worker.orchestration.nightly (and the beat schedule
+built from its cron rule), on hand-made records."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ from datetime import UTC, datetime
 import pytest
 
 from compat.results import Check, ErrorInfo, ResultRecord, Status
-from worker.nightly import (
+from worker.orchestration.celery_app import beat_schedule, parse_cron
+from worker.orchestration.nightly import (
     BaselineSpec,
-    beat_schedule,
     diff_results,
     find_baseline,
     format_diff,
     parse_baseline,
-    parse_cron,
     regression_gate,
 )
 

@@ -18,7 +18,7 @@ TINY_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hid
 def test_submission_runs_on_a_worker(shared_redis, pg_url, store, make_cluster, monkeypatch):
     from service import db
     from service.models import Submission
-    from worker.interface import enqueue_submission
+    from worker.orchestration.submissions import enqueue_submission
 
     cluster = make_cluster(shared_redis, pg_url, run_hook="", arch_timeout_s=120.0, visibility_timeout_s=300.0)
     cluster.start_worker("w1")

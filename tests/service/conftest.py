@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-# Test modules import ``svc_helpers`` from this directory, and this file imports ``pg_schema`` (shared with
+# Test modules import ``service_seed`` from this directory, and this file imports ``pg_schema`` (shared with
 # tests/distributed) from tests/helpers; make both work under any --import-mode.
 for _dir in (Path(__file__).parent, Path(__file__).parents[1] / "helpers"):
     if str(_dir) not in sys.path:
@@ -46,15 +46,17 @@ def db_url(request) -> str:
 
 @pytest.fixture
 def app_factory(sqlite_url: str):
-    """Build an app on a fresh SQLite DB; submissions are recorded instead of run (the worker is tested apart)."""
+    """Build the deployed composition (API + pages) on a fresh SQLite DB; submissions are recorded instead of run
+    (running them is tested with the harness, tests/worker/orchestration/test_submissions.py)."""
     from compat.settings import Settings
+    from dashboards.views import mount_pages
     from service.app import create_app
 
     def make(**overrides):
-        settings = Settings(database_url=sqlite_url, **overrides)
-        app = create_app(settings)
-        app.state.enqueued = []
-        app.state.enqueue_submission = lambda sid, url: app.state.enqueued.append((sid, url))
+        enqueued: list[tuple[int, str]] = []
+        app = create_app(Settings(database_url=sqlite_url, **overrides),
+                         enqueue_submission=lambda sid, url: enqueued.append((sid, url)), pages=mount_pages)
+        app.state.enqueued = enqueued
         return app
 
     return make

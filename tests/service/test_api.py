@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from svc_helpers import seed, times
+from service_seed import seed, times
 
 from compat.results import Status
 from service import db

@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 from urllib.parse import urlsplit
 
-from svc_helpers import ARCHS, seed
+from service_seed import ARCHS, seed
 
 from compat.settings import Settings
 from service import db

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from svc_helpers import ARCHS, make_run, rec, seed, times
+from service_seed import ARCHS, make_run, rec, seed, times
 
 from compat.results import Check, Status, Trigger
 from service import db, queries

@@ -9,7 +9,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
-from svc_helpers import seed, times
+from service_seed import seed, times
 
 from compat.results import Status
 
@@ -30,8 +30,7 @@ def fuzz_app(tmp_path_factory):
     t = times(2)
     seed(store, started=t[0])
     seed(store, started=t[1], failing={"MixtralForCausalLM": Status.UNSUPPORTED_OP})
-    app = create_app(Settings(database_url=url))
-    app.state.enqueue_submission = lambda sid, u: None  # the run itself is tested elsewhere
+    app = create_app(Settings(database_url=url), enqueue_submission=lambda sid, u: None)  # runs: tested elsewhere
     with db.session_scope(url) as s:
         app.state.test_token = create_token(s, "fuzz")
     return app

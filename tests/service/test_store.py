@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from service_seed import ARCHS, CHECKS, make_run, rec, seed, times
 from sqlalchemy import func, select
-from svc_helpers import ARCHS, CHECKS, make_run, rec, seed, times
 
 from compat.results import Check, OpTrace, Status
 from service import db

@@ -1,13 +1,16 @@
-"""Fixtures of the worker tests: tiny pool settings and (until W1's builder lands) nothing else.
+"""Fixtures of the harness tests (every stage and the orchestration layer): offline, isolated settings, a store.
 
-Heavy fixtures (a real small sweep) are session-scoped so the worker test budget (~150 s) holds.
+Heavy fixtures (a real small sweep) are session-scoped so the harness test budget (~150 s) holds.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+from compat.settings import get_settings
 
 
 @pytest.fixture(autouse=True)
@@ -15,3 +18,19 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     # No test may touch the internet.
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+@pytest.fixture
+def isolated_settings(tmp_path, monkeypatch):
+    """Settings whose var_dir (and so the snapshot path) is a fresh temp dir."""
+    monkeypatch.setenv("COMPAT_VAR_DIR", str(tmp_path / "var"))
+    monkeypatch.delenv("COMPAT_CATALOG_SNAPSHOT", raising=False)
+    monkeypatch.delenv("COMPAT_MAX_TINY_PARAMS", raising=False)
+    get_settings.cache_clear()
+    yield get_settings()
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'compat.db'}"

@@ -1,0 +1,66 @@
+"""captured_output / take_log / read_tail / attach_log: a run's output (Python and fd-level) is captured, and each
+record takes the part printed since the record before it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from compat.results import Check, ResultRecord, Status
+from worker.run.capture import attach_log, captured_output, read_from, read_tail, take_log
+
+
+def test_captures_python_and_descriptor_output_and_restores_both(tmp_path: Path) -> None:
+    before = sys.stdout, sys.stderr, os.fstat(1).st_ino, os.fstat(2).st_ino
+    log = tmp_path / "a.log"
+    with pytest.raises(RuntimeError), captured_output(log):
+        print("from print")
+        print("from stderr", file=sys.stderr)
+        os.write(1, b"raw fd 1\n")
+        os.write(2, b"raw fd 2\n")
+        raise RuntimeError("boom")
+    assert (sys.stdout, sys.stderr, os.fstat(1).st_ino, os.fstat(2).st_ino) == before
+    assert read_tail(log).splitlines() == ["from print", "from stderr", "raw fd 1", "raw fd 2"]
+
+
+def test_read_tail_keeps_the_end_and_tolerates_a_missing_file(tmp_path: Path) -> None:
+    log = tmp_path / "b.log"
+    log.write_bytes(b"x" * 100 + b"END")
+    assert read_tail(log, limit=5) == "xxEND"
+    assert read_tail(tmp_path / "missing.log") == ""
+
+
+def test_each_take_returns_the_output_since_the_previous_one(tmp_path: Path) -> None:
+    assert take_log() is None  # output not captured: nothing to take
+    with captured_output(tmp_path / "c.log") as capture:
+        print("building")
+        os.write(2, b"native warning\n")
+        first = take_log()
+        print("forward: pass")
+        second = take_log()
+        third = take_log()
+        print("after the last record")
+    assert (first, second, third) == ("building\nnative warning\n", "forward: pass\n", None)
+    assert read_from(tmp_path / "c.log", capture.taken) == ("after the last record\n", capture.taken + 22)
+    assert take_log() is None  # the capture ended with its block
+
+
+def test_a_long_piece_keeps_its_tail_and_the_next_take_starts_after_it(tmp_path: Path) -> None:
+    with captured_output(tmp_path / "d.log") as capture:
+        print("x" * 100 + "END")
+        assert capture.take(limit=4) == "END\n"
+        print("next")
+        assert capture.take() == "next\n"
+
+
+def test_attach_log_fills_only_records_without_their_own_log() -> None:
+    recs = [ResultRecord(architecture="A", device="cpu", check=c, status=s, log=own)
+            for c, s, own in ((Check.LOAD, Status.PASS, None), (Check.FORWARD, Status.PASS, None),
+                              (Check.GENERATE, Status.CRASH, None), (Check.TRAIN, Status.SKIPPED, "its own"))]
+    attach_log(recs, "last words")
+    assert [r.log for r in recs] == ["last words", None, "last words", "its own"]
+    attach_log(recs[1:2], "")
+    assert recs[1].log is None

@@ -1,0 +1,131 @@
+"""The catalog: ranked architectures and where they came from; its offline sources, the registry and the snapshot.
+
+``registry`` = every causal-LM class the installed Transformers knows, in its own order (the offline default);
+``snapshot`` = a Hub listing (``worker.catalog.hub``) saved as versioned JSON. ``worker.catalog.load`` picks one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import transformers
+from pydantic import ValidationError
+from transformers import CONFIG_MAPPING
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+from compat.results import ArchitectureEntry
+
+SNAPSHOT_SCHEMA_VERSION = 1
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024  # 1000 config.json files are ~5 MB; anything far past that is not ours
+
+Progress = Callable[[int, int, str], None]  # (done, total, what) for long work
+
+
+class CatalogError(ValueError):
+    """The catalog cannot be loaded (unknown source, corrupt snapshot, unreachable Hub, ...)."""
+
+
+@dataclass
+class Catalog:
+    """Ranked architectures (rank 1 first) and where they came from."""
+
+    source: str
+    snapshot_id: str | None
+    entries: list[ArchitectureEntry] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (model id, reason) left out of a Hub listing
+
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+    def get(self, name: str) -> ArchitectureEntry | None:
+        return next((e for e in self.entries if e.name == name), None)
+
+
+def registry_entries() -> list[ArchitectureEntry]:
+    """Every causal-LM class of the installed Transformers, in its mapping order, one entry per class.
+
+    A class mapped from several model types (``LlamaForCausalLM`` from llama, internlm3, ...) keeps the model
+    type whose config class is the class's own ``config_class``, else the first one.
+    """
+    by_class: dict[str, list[str]] = {}
+    for model_type, class_name in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
+        by_class.setdefault(class_name, []).append(model_type)
+    entries = []
+    for rank, (class_name, model_types) in enumerate(by_class.items(), start=1):
+        chosen = model_types[0]
+        if len(model_types) > 1:
+            own = getattr(getattr(transformers, class_name, None), "config_class", None)
+            own_type = getattr(own, "model_type", None)
+            if own_type in model_types:
+                chosen = own_type
+            elif own is not None:
+                chosen = next((mt for mt in model_types if mt in CONFIG_MAPPING and CONFIG_MAPPING[mt] is own),
+                              chosen)
+        entries.append(ArchitectureEntry(name=class_name, model_type=chosen, rank=rank))
+    return entries
+
+
+def _snapshot_id(payload: dict[str, Any]) -> str:
+    return f"{payload.get('created', 'unknown')}/{payload.get('limit')}"
+
+
+def read_snapshot(path: Path) -> Catalog:
+    """Load a snapshot file written by :func:`refresh_snapshot`; CatalogError when missing or corrupt."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise CatalogError(f"no catalog snapshot at {path} (run `compat catalog refresh`)") from exc
+    if size > MAX_SNAPSHOT_BYTES:
+        raise CatalogError(f"catalog snapshot {path} is {size} bytes, over the {MAX_SNAPSHOT_BYTES} cap")
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CatalogError(f"corrupt catalog snapshot {path}: {exc}") from exc
+    if not isinstance(payload, dict) or not isinstance(payload.get("entries"), list):
+        raise CatalogError(f"corrupt catalog snapshot {path}: expected an object with an 'entries' list")
+    version = payload.get("schema_version")
+    if version != SNAPSHOT_SCHEMA_VERSION:
+        raise CatalogError(f"catalog snapshot {path} has schema version {version!r}; this harness reads "
+                           f"version {SNAPSHOT_SCHEMA_VERSION} (run `compat catalog refresh`)")
+    try:
+        entries = [ArchitectureEntry.model_validate(e) for e in payload["entries"]]
+    except ValidationError as exc:
+        raise CatalogError(f"corrupt catalog snapshot {path}: {exc.error_count()} invalid entries: "
+                           f"{exc.errors()[0]['msg']}") from exc
+    entries.sort(key=lambda e: e.rank)
+    skipped = [tuple(s) for s in payload.get("skipped") or [] if isinstance(s, list) and len(s) == 2]
+    return Catalog(source="snapshot", snapshot_id=payload.get("id") or _snapshot_id(payload), entries=entries,
+                   skipped=skipped)
+
+
+def write_snapshot(catalog: Catalog, path: Path, *, endpoint: str, limit: int | None) -> str:
+    """Write ``catalog`` as a versioned snapshot, atomically (temp file + rename); returns its id."""
+    created = datetime.now(UTC).isoformat(timespec="seconds")
+    payload = {
+        "schema_version": SNAPSHOT_SCHEMA_VERSION,
+        "created": created,
+        "endpoint": endpoint,
+        "limit": limit,
+        "entries": [e.model_dump(mode="json") for e in catalog.entries],
+        "skipped": [list(s) for s in catalog.skipped],
+    }
+    payload["id"] = _snapshot_id(payload)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(payload, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return payload["id"]

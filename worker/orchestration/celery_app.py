@@ -1,0 +1,193 @@
+"""The Celery application of distributed sweeps: broker and result backend from settings, every reliability knob.
+
+`celery -A worker.orchestration.celery_app worker` (what `compat worker` and docker-compose run) loads ``app`` from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from celery.schedules import crontab
+
+from compat.settings import Settings, get_settings
+
+# Task names are part of the wire protocol between submitters and workers: keep them stable.
+RUN_ARCHITECTURE_TASK = "compat.run_architecture"
+NIGHTLY_TASK = "compat.nightly_sweep"
+SUBMISSION_TASK = "compat.run_submission"
+
+
+class ConfigError(ValueError):
+    """The settings would make the cluster unreliable (e.g. redelivery before the hard time limit)."""
+
+
+def time_limits(settings: Settings) -> tuple[float, float]:
+    """(soft, hard) seconds for one architecture task."""
+    soft = settings.arch_timeout_s
+    return soft, soft + settings.task_hard_grace_s
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """The Celery configuration for ``settings``; a pure function so tests can assert each knob."""
+    if not settings.broker_url:
+        raise ConfigError("COMPAT_BROKER_URL is empty: distributed mode needs a broker (e.g. redis://redis:6379/0)")
+    soft, hard = time_limits(settings)
+    if settings.visibility_timeout_s <= hard:
+        # Redis re-queues an unacked message after the visibility timeout. If that came before the hard limit,
+        # a still-running (slow but healthy) architecture would be handed to a second worker and run twice.
+        raise ConfigError(f"visibility_timeout_s ({settings.visibility_timeout_s}) must exceed the hard time "
+                          f"limit ({hard} = arch_timeout_s + task_hard_grace_s)")
+    return {
+        "broker_url": settings.broker_url,
+        # Results of tasks (small summaries) go next to the queue unless a separate backend is named.
+        "result_backend": settings.result_backend or settings.broker_url,
+        # JSON only: a pickle payload from the broker would be code execution on every worker.
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_default_queue": settings.celery_queue,
+        # Ack after the task body returns, not on receipt: a worker killed mid-architecture leaves the message
+        # unacked in Redis, which hands it to another worker after the visibility timeout.
+        "task_acks_late": True,
+        # When the pool process dies under a task (segfault, OOM killer, kill -9), do not ack the message as
+        # failed: put it back so the architecture is retried (bounded by the next two settings).
+        "task_reject_on_worker_lost": True,
+        # ...retried as a new message carrying retries+1, so a process-killing architecture is rerun at most
+        # `crash_retries` times (the task's max_retries) and then recorded as `crash` instead of looping forever.
+        "task_retry_on_worker_lost": True,
+        # A hard time limit or a final failure is acked: rerunning an architecture that timed out would time
+        # out again, and its `timeout`/`crash` record is already written by the worker.
+        "task_acks_on_failure_or_timeout": True,
+        # Reserve only the task being run: long architectures are not hoarded by a busy worker while another
+        # idles, and a killed worker strands at most one message.
+        "worker_prefetch_multiplier": 1,
+        # Soft limit raises inside the task (recorded as `timeout` there); the hard limit kills a process stuck
+        # in native code, and the worker's main process records `timeout` and carries on with a new process.
+        "task_soft_time_limit": soft,
+        "task_time_limit": hard,
+        # Recycle pool processes: torch, transformers' lazy modules and the device's caches grow per model, and
+        # a leak in one architecture must not OOM the next. Count bounds slow growth, memory (KiB) big steps.
+        "worker_max_tasks_per_child": settings.worker_max_tasks_per_child,
+        "worker_max_memory_per_child": settings.worker_max_memory_mb * 1024,
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout_s,
+            # Sweep for abandoned (unacked, past the visibility timeout) messages every restore_interval_s
+            # instead of kombu's default 10 x 10 s, so a dead worker's task is picked up promptly.
+            "unacked_restore_interval": settings.restore_interval_s,
+            "unacked_restore_throttle": 1,
+            # Notice a broker that vanished without closing the socket (failover, NAT) instead of hanging.
+            "socket_keepalive": True,
+            "health_check_interval": 10,
+        },
+        # A Redis restart must not end a worker: reconnect forever, at startup too (compose starts workers
+        # in parallel with Redis).
+        "broker_connection_retry": True,
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_max_retries": None,
+        # Publishing (the sweep's fan-out) rides out a Redis restart of up to about a minute.
+        "task_publish_retry": True,
+        "task_publish_retry_policy": {"max_retries": 40, "interval_start": 0, "interval_step": 0.5,
+                                      "interval_max": 2},
+        # Result writes retry through a backend restart too instead of failing a finished architecture.
+        "result_backend_always_retry": True,
+        "result_backend_max_retries": 40,
+        "redis_backend_health_check_interval": 10,
+        "result_expires": 7 * 24 * 3600,
+        # Tasks still running when the broker connection drops keep running; their results go to the store,
+        # and a redelivered copy finds them there and does not rerun (see tasks.run_pair).
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+        # A new pool process imports torch/transformers and resolves the device before taking tasks (seconds on a
+        # busy machine); Celery's 4 s default would kill it as "not alive" and loop.
+        "worker_proc_alive_timeout": 120,
+        "task_track_started": True,
+        "enable_utc": True,
+        "timezone": "UTC",
+        # Each worker process logs its task results; hijacking the root logger would hide the harness's logs.
+        "worker_hijack_root_logger": False,
+    }
+
+
+def parse_cron(expr: str) -> crontab:
+    """A five-field cron expression (minute hour day-of-month month day-of-week, UTC) as a Celery crontab."""
+    fields = expr.split()
+    if len(fields) != 5:
+        raise ValueError(f"cron expression needs 5 fields (minute hour dom month dow), got {expr!r}")
+    minute, hour, dom, month, dow = fields
+    # crontab validates each field and raises ValueError on nonsense such as "61" or "*/0".
+    return crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow)
+
+
+def beat_schedule(cron: str, queue: str) -> dict[str, dict[str, Any]]:
+    """The beat schedule: one nightly sweep with trigger ``nightly``, at ``cron`` (UTC)."""
+    return {
+        "nightly-sweep": {
+            "task": NIGHTLY_TASK,
+            "schedule": parse_cron(cron),
+            "options": {"queue": queue},
+        }
+    }
+
+
+def make_app(settings: Settings | None = None) -> Celery:
+    """A Celery app bound to ``settings`` with the sweep tasks and the nightly beat schedule registered."""
+    settings = settings or get_settings()
+    app = Celery("compat")
+    app.conf.update(celery_config(settings))
+    app.conf.beat_schedule = beat_schedule(settings.nightly_cron, settings.celery_queue)
+    # Registers the shared tasks (and the worker-side failure recorder) on every app.
+    app.conf.include = ["worker.orchestration.tasks"]
+    return app
+
+
+def client_app() -> Celery:
+    """The app a submitting process (CLI, API) sends tasks with: the module's app when configured at import."""
+    return app if app.conf.broker_url else make_app()
+
+
+def _default_app() -> Celery:
+    """The app `celery -A worker.orchestration.celery_app` finds; without a broker it is created unconfigured (e.g. at import
+    in the in-process default) and refuses to start a worker, naming the missing setting."""
+    settings = get_settings()
+    if settings.broker_url:
+        return make_app(settings)
+    return Celery("compat", set_as_current=False)
+
+
+app = _default_app()
+
+
+def worker_argv(settings: Settings, *, concurrency: int | None = None, hostname: str | None = None,
+                loglevel: str = "INFO") -> list[str]:
+    """Arguments of ``app.worker_main`` for ``compat worker`` (and so for every compose worker replica)."""
+    argv = ["worker", f"--loglevel={loglevel}", f"--queues={settings.celery_queue}",
+            # Gossip/mingle are peer chatter for monitoring tools; without them a worker starts in under a
+            # second and a broker restart does not replay a sync storm across replicas.
+            "--without-gossip", "--without-mingle",
+            # Fair: a task goes to an idle pool process, never queued behind a long architecture.
+            "-O", "fair"]
+    if concurrency is not None:
+        argv.append(f"--concurrency={concurrency}")
+    if hostname:
+        argv.append(f"--hostname={hostname}")
+    return argv
+
+
+def beat_argv(settings: Settings, *, loglevel: str = "INFO") -> list[str]:
+    """Arguments of ``app.start`` for ``compat beat``: the schedule's state file lives under var_dir."""
+    schedule = settings.var_dir / "celerybeat-schedule"
+    return ["beat", f"--loglevel={loglevel}", f"--schedule={schedule}"]
+
+
+def run_worker(concurrency: int | None = None, hostname: str | None = None, loglevel: str = "INFO") -> None:
+    """``compat worker``: a Celery worker on the configured queue (blocks until shut down)."""
+    settings = get_settings()
+    make_app(settings).worker_main(worker_argv(settings, concurrency=concurrency, hostname=hostname,
+                                               loglevel=loglevel))
+
+
+def run_beat(loglevel: str = "INFO") -> None:
+    """``compat beat``: the scheduler that sends the nightly sweep at ``nightly_cron`` (UTC)."""
+    settings = get_settings()
+    settings.var_dir.mkdir(parents=True, exist_ok=True)
+    make_app(settings).start(beat_argv(settings, loglevel=loglevel))

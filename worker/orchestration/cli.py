@@ -1,0 +1,221 @@
+"""The ``compat`` command line (Typer): every command's options, help and input checks, then its work.
+
+Bad input is one line on stderr naming the valid choices, exit code 2. A command's work lives in ``commands``
+(torch, the store), ``service.commands`` (SQLAlchemy), ``serve`` (FastAPI) or ``celery_app`` (Celery), imported only
+when it runs, so ``compat --help`` and option errors answer at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import typer
+
+from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Trigger
+from compat.settings import get_settings
+from worker.orchestration.console import console, fail
+from worker.orchestration.nightly import parse_baseline
+
+app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly on a device, and why not.",
+                  no_args_is_help=True, add_completion=False)
+catalog_app = typer.Typer(help="The architecture catalog.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+SOURCES = ("auto", "hub", "snapshot", "registry")
+
+
+def _harness() -> ModuleType:
+    # Imported when a harness command runs: `compat --help` and bad input answer without torch and transformers.
+    from worker.orchestration import commands
+
+    return commands
+
+
+def _database() -> ModuleType:
+    # Imported when a database command runs: `compat --help` and bad input answer without SQLAlchemy and Alembic.
+    from service import commands
+
+    return commands
+
+
+def _cluster() -> ModuleType:
+    # Imported when `compat worker` or `compat beat` runs: `compat --help` and bad input answer without Celery.
+    from worker.orchestration import celery_app
+
+    return celery_app
+
+
+def _web() -> ModuleType:
+    # Imported when `compat serve` runs: `compat --help` and bad input answer without FastAPI and uvicorn.
+    from worker.orchestration import serve
+
+    return serve
+
+
+def parse_checks(values: list[str] | None) -> list[Check]:
+    """``--checks load,forward --checks compile`` -> checks; ``all`` = the five, ``default`` = the four."""
+    if not values:
+        return list(DEFAULT_CHECKS)
+    out: list[Check] = []
+    valid = [str(c) for c in ALL_CHECKS]
+    for item in ",".join(values).split(","):
+        name = item.strip().lower()
+        if not name:
+            continue
+        if name in ("all", "default"):
+            out.extend(c for c in (ALL_CHECKS if name == "all" else DEFAULT_CHECKS) if c not in out)
+        elif name in valid:
+            if Check(name) not in out:
+                out.append(Check(name))
+        else:
+            raise fail(f"unknown check {name!r}; valid checks: {', '.join(valid)} (or all, default)")
+    return out
+
+
+@app.command()
+def sweep(
+    device: str = typer.Option(None, "--device", "-d", help="neuron (default), cpu, cuda, mps, xpu[:N]"),
+    source: str = typer.Option(None, "--source", help="catalog source: auto, hub, snapshot, registry"),
+    limit: int = typer.Option(None, "--limit", min=1, help="first N architectures of the catalog"),
+    arch: list[str] = typer.Option(None, "--arch", "-a", help="only these architectures (repeatable)"),
+    checks: list[str] = typer.Option(None, "--checks", "-c", help="load,forward,generate,train,compile | all"),
+    jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
+    json_path: Path = typer.Option(None, "--json", help="write the versioned JSON report here"),
+    store: bool = typer.Option(True, "--store/--no-store", help="persist results to the database"),
+    trigger: str = typer.Option("manual", "--trigger", help="manual, nightly or submission (baselines follow it)"),
+    broker: bool = typer.Option(False, "--broker", help="run on the Celery cluster at COMPAT_BROKER_URL, follow it"),
+    baseline: str = typer.Option(None, "--baseline", help="diff against: last-nightly, last-<trigger>, last, run id"),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression", help="exit 1 on a regression vs --baseline"),
+) -> None:
+    """Run the compatibility sweep and print the coverage table."""
+    _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
+    settings = get_settings()
+    wanted_checks = parse_checks(checks)
+    src = source or settings.catalog_source
+    if src not in SOURCES:
+        raise fail(f"unknown source {src!r}; valid sources: {', '.join(SOURCES)}")
+    code = _harness().sweep(device=device or settings.device, source=src, limit=limit, arch=arch,
+                            checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
+                            store=store, trigger=trigger, broker=broker, baseline=baseline,
+                            fail_on_regression=fail_on_regression)
+    if baseline:
+        raise typer.Exit(code)
+
+
+def _check_distributed_options(trigger: str, broker: bool, baseline: str | None, gate: bool, store: bool) -> None:
+    if trigger not in {t.value for t in Trigger}:
+        raise fail(f"unknown trigger {trigger!r}; valid triggers: {', '.join(t.value for t in Trigger)}")
+    if broker and not get_settings().broker_url:
+        raise fail("--broker needs COMPAT_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    if gate and not baseline:
+        raise fail("--fail-on-regression needs --baseline (e.g. --baseline last-nightly)")
+    if (baseline or broker) and not store:
+        raise fail("--baseline and --broker read results from the database: drop --no-store")
+    if baseline:
+        try:
+            parse_baseline(baseline)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+
+
+@app.command()
+def show(
+    architecture: str = typer.Argument(..., help="architecture class name, e.g. LlamaForCausalLM"),
+    device: str = typer.Option(None, "--device", "-d", help="only this device"),
+    json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
+    log: bool = typer.Option(False, "--log", help="also print the captured log"),
+) -> None:
+    """Show the latest results of one architecture."""
+    _harness().show(architecture=architecture, device=device, json_path=json_path, log=log)
+
+
+@app.command()
+def blockers(
+    device: str = typer.Option(None, "--device", "-d", help="device of the run (default: settings device)"),
+    json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
+    top: int = typer.Option(20, "--top", min=1, help="show the top N ops"),
+) -> None:
+    """Rank aten ops by how many architectures each one blocks."""
+    _harness().blockers(device=device, json_path=json_path, top=top)
+
+
+@app.command()
+def repro(
+    architecture: str = typer.Argument(..., help="architecture class name"),
+    device: str = typer.Option(None, "--device", "-d", help="device to reproduce on"),
+    check: list[str] = typer.Option(None, "--check", "-c", help="check(s) to reproduce (default: the four)"),
+    out: Path = typer.Option(None, "--out", "-o", help="write the script here instead of stdout"),
+) -> None:
+    """Print a standalone Python script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
+    wanted = parse_checks(check)
+    _harness().repro(architecture=architecture, device=device or get_settings().device, checks=wanted, out=out)
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    limit: int = typer.Option(None, "--limit", min=1, help="models to list (default: settings hub_limit)"),
+    out: Path = typer.Option(None, "--out", help="snapshot path (default: settings snapshot path)"),
+    endpoint: str = typer.Option(None, "--endpoint", help="Hub endpoint (default: HF_ENDPOINT)"),
+) -> None:
+    """List the Hub's text-generation models and save the ranked snapshot file."""
+    _harness().catalog_refresh(limit=limit, out=out, endpoint=endpoint)
+
+
+@app.command("worker")
+def worker_cmd(
+    concurrency: int = typer.Option(None, "--concurrency", min=1, help="pool processes (default: cores)"),
+    hostname: str = typer.Option(None, "--hostname", help="node name, e.g. w1@%h (default: celery@host)"),
+    loglevel: str = typer.Option("INFO", "--loglevel"),
+) -> None:
+    """Start a Celery worker for distributed sweeps (broker: COMPAT_BROKER_URL)."""
+    cluster = _cluster()
+    try:
+        cluster.run_worker(concurrency, hostname, loglevel)
+    except cluster.ConfigError as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command("beat")
+def beat_cmd(loglevel: str = typer.Option("INFO", "--loglevel")) -> None:
+    """Start the scheduler that sends the nightly sweep at COMPAT_NIGHTLY_CRON (UTC; run exactly one)."""
+    cluster = _cluster()
+    try:
+        cluster.run_beat(loglevel)
+    except (cluster.ConfigError, ValueError) as exc:
+        raise fail(str(exc)) from None
+
+
+db_app = typer.Typer(help="The results database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+@db_app.command("upgrade")
+def db_upgrade_cmd() -> None:
+    """Migrate the database at COMPAT_DATABASE_URL to the newest schema."""
+    console.print(f"database at revision {_database().db_upgrade()}")
+
+
+@token_app.command("create")
+def token_create_cmd(name: str = typer.Argument(..., help="who the token is for (unique)")) -> None:
+    """Create a token and print it once (only its hash is stored)."""
+    try:
+        print(_database().token_create(name))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command("serve")
+def serve_cmd(host: str = typer.Option(None, "--host", help="default COMPAT_HOST"),
+              port: int = typer.Option(None, "--port", min=1, max=65535, help="default COMPAT_PORT")) -> None:
+    """Serve the REST API and the dashboard."""
+    _web().serve(host, port)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

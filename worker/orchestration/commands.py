@@ -1,0 +1,203 @@
+"""What the harness commands do once their input is parsed: ``compat sweep | show | blockers | repro | catalog
+refresh``. ``cli.py`` holds their options and help, and imports this module (torch, the store) only to run one.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from compat.results import ArchitectureEntry, Check, Report, ResultRecord, Status, Trigger
+from compat.results import blockers as rank_blockers
+from compat.settings import get_settings
+from service.store import Store
+from worker.build.tiny_config import TinyConfigError, shrink
+from worker.catalog.catalog import Catalog, CatalogError, registry_entries
+from worker.catalog.load import load_catalog, refresh_snapshot
+from worker.orchestration.celery_app import make_app
+from worker.orchestration.console import console, fail
+from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
+from worker.orchestration.nightly import format_diff, regression_gate
+from worker.orchestration.planning import make_plan
+from worker.orchestration.sweep import run_sweep, write_report
+from worker.orchestration.tables import blockers_table, coverage_table, results_table
+from worker.run.devices import _DEVICE_RE, KNOWN_DEVICES, Device, DeviceError, resolve_device
+from worker.run.repro import repro_script
+
+
+def _device(name: str) -> Device:
+    """The device under test, resolved here, at the command's edge, once."""
+    try:
+        return resolve_device(name)
+    except DeviceError as exc:
+        raise fail(str(exc)) from None
+
+
+def _store(enabled: bool) -> Store | None:
+    return Store(get_settings().database_url) if enabled else None
+
+
+def _read_report(path: Path) -> Report:
+    try:
+        return Report.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot read report {path}: {exc}") from None
+
+
+def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
+          json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
+          fail_on_regression: bool) -> int:
+    """``compat sweep``: run the sweep (here or on the cluster), print the coverage table; the exit code of the
+    regression gate when ``baseline`` is given, else 0."""
+    dev = _device(device)
+    try:
+        catalog = load_catalog(source, None if arch else limit)
+    except CatalogError as exc:
+        raise fail(str(exc)) from None
+    entries = catalog.entries
+    if arch:
+        known = {e.name: e for e in entries}
+        unknown = [a for a in arch if a not in known]
+        if unknown:
+            raise fail(f"unknown architecture {unknown[0]!r}; valid architectures: {', '.join(sorted(known))}")
+        entries = [known[a] for a in arch][: limit or None]
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"), console=console,
+                  transient=False) as bar:
+        task = bar.add_task(f"sweep {dev.name}", total=len(entries), last="")
+
+        def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
+            bad = [f"{r.check}:{r.status}" for r in recs if r.status != Status.PASS]
+            bar.update(task, advance=1, last=f"{entry.name} {'ok' if not bad else ' '.join(bad)}"[:60])
+
+        if broker:
+            report = _broker_sweep(entries, dev, checks, trigger, json_path, catalog,
+                                   lambda done, _total: bar.update(task, completed=done))
+        else:
+            report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=_store(store),
+                               json_path=json_path, progress=progress, catalog_source=catalog.source,
+                               snapshot_id=catalog.snapshot_id)
+    console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})"))
+    if json_path:
+        console.print(f"report: {json_path}")
+    if baseline:
+        return _regression_gate(report.run.id, dev.name, baseline, fail_on_regression)
+    return 0
+
+
+def broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list[Check], *, trigger: Trigger,
+                 store: Store, catalog_source: str, snapshot_id: str | None,
+                 on_progress: ProgressFn | None = None) -> tuple[RunOutcome, Report]:
+    """``compat sweep --broker``: submit to the cluster at COMPAT_BROKER_URL, follow it, and return the outcome
+    with the same JSON report an in-process sweep writes."""
+    settings = get_settings()
+    plan = make_plan(entries, device, checks, trigger=trigger, database_url=store.database_url,
+                     workdir=settings.var_dir / "work", seed=settings.seed, catalog_source=catalog_source,
+                     snapshot_id=snapshot_id)
+    outcome = CeleryExecutor(make_app(settings)).run(store, plan, on_progress)
+    run = plan.run.model_copy(update={"finished": datetime.now(UTC)})
+    report = Report(run=run, architectures=entries, results=outcome.results, op_traces=store.op_traces(outcome.run_id))
+    return outcome, report
+
+
+def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list[Check], trigger: str,
+                  json_path: Path | None, catalog: Catalog, on_progress: ProgressFn) -> Report:
+    outcome, report = broker_sweep(entries, device, checks, trigger=Trigger(trigger), store=Store(),
+                                   catalog_source=catalog.source, snapshot_id=catalog.snapshot_id,
+                                   on_progress=on_progress)
+    if outcome.state != "complete":
+        console.print(f"run {outcome.run_id} is {outcome.state}: some architectures never reported back")
+    if json_path:
+        write_report(report, json_path)
+    return report
+
+
+def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
+    diff, code = regression_gate(Store(), run_id, device, baseline, fail_on_regression)
+    console.print(format_diff(diff), highlight=False, markup=False)
+    return code
+
+
+def _load_results(json_path: Path | None, device: str | None, architecture: str | None = None,
+                  ) -> list[ResultRecord]:
+    if json_path is not None:
+        recs = _read_report(json_path).results
+        return [r for r in recs if (architecture is None or r.architecture == architecture)
+                and (device is None or r.device == device)]
+    st = Store()
+    if architecture is not None:
+        return st.latest_results(architecture, device)
+    run_id = st.last_run_id(device or get_settings().device)
+    return st.run_results(run_id) if run_id else []
+
+
+def show(*, architecture: str, device: str | None, json_path: Path | None, log: bool) -> None:
+    """``compat show``: the latest results of one architecture, its reproducers and (``--log``) its output."""
+    recs = _load_results(json_path, device, architecture)
+    if not recs:
+        known = sorted(e.name for e in registry_entries())
+        if architecture not in known:
+            raise fail(f"unknown architecture {architecture!r}; valid architectures: {', '.join(known)}")
+        raise fail(f"no results for {architecture}{' on ' + device if device else ''}; run `compat sweep` first", 1)
+    console.print(results_table(recs, title=architecture))
+    for r in recs:
+        if r.repro and r.status != Status.PASS:
+            console.print(f"repro ({r.check}): {r.repro}", highlight=False)
+    if log:
+        # Each record carries the output printed since the one before it: together, the architecture's log.
+        for r in recs:
+            if r.log:
+                console.print(r.log, markup=False, highlight=False, end="" if r.log.endswith("\n") else "\n")
+
+
+def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
+    """``compat blockers``: aten ops ranked by how many architectures each one blocks."""
+    ranked = rank_blockers(_load_results(json_path, device))
+    if not ranked:
+        console.print("no blocking ops: nothing failed on an identifiable op")
+        return
+    console.print(blockers_table(ranked, top))
+    for b in ranked[:3]:
+        console.print(b.message, highlight=False)
+
+
+def repro(*, architecture: str, device: str, checks: list[Check], out: Path | None) -> None:
+    """``compat repro``: a standalone script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
+    settings = get_settings()
+    m = _DEVICE_RE.match(device)
+    if not m or m.group("type") not in KNOWN_DEVICES:  # no availability check: repro may target another machine
+        raise fail(f"unknown device {device!r}; valid devices: {', '.join(KNOWN_DEVICES)}")
+    entries = {e.name: e for e in load_catalog(settings.catalog_source).entries}
+    if architecture not in entries:
+        raise fail(f"unknown architecture {architecture!r}; valid architectures: {', '.join(sorted(entries))}")
+    try:
+        config = shrink(entries[architecture]).to_dict()
+    except TinyConfigError as exc:
+        raise fail(f"cannot build a tiny {architecture}: {exc}", 1) from None
+    backend = "neuron" if m.group("type") == "neuron" else "inductor"
+    script = repro_script(architecture, device, config, seed=settings.seed, checks=checks, compile_backend=backend)
+    if out:
+        out.write_text(script)
+        console.print(f"wrote {out}")
+    else:
+        sys.stdout.write(script)
+
+
+def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None) -> None:
+    """``compat catalog refresh``: list the Hub's text-generation models and save the ranked snapshot."""
+    try:
+        cat = refresh_snapshot(limit, out, endpoint=endpoint)
+    except CatalogError as exc:
+        raise fail(str(exc), 1) from None
+    console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")
+

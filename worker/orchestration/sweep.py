@@ -1,0 +1,232 @@
+"""``run_sweep``: fan a catalog out over the worker pool, collect records as they stream in, persist each one once.
+
+A record is written to the store the moment its check is judged, with its own part of the captured log, so a crash
+of the sweep itself loses nothing already judged; the JSON report is rewritten after each architecture.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import transformers
+
+from compat.results import (
+    ArchitectureEntry,
+    Check,
+    OpTrace,
+    Report,
+    ResultRecord,
+    RunInfo,
+    Status,
+    Trigger,
+    failure_records,
+)
+from compat.settings import get_settings
+from worker.orchestration.executors import ProgressFn, RunOutcome, SweepPlan, finalize
+from worker.run.capture import attach_log
+from worker.run.checks import RUN_ORDER
+from worker.run.devices import Device, device_versions
+from worker.run.pool import Outcome, Pool, Task
+from worker.run.runner import ARCH_THREADS, repro_command, run_architecture
+
+# Pool outcome kind -> the status of the check that was running when the worker was stopped.
+ABORT_STATUS = {"crash": Status.CRASH, "timeout": Status.TIMEOUT, "memory": Status.OOM, "error": Status.ERROR}
+REFERENCE_PHASES = frozenset({"build", "reference", None})
+
+
+class ResultSink(Protocol):
+    def start_run(self, run: RunInfo, architectures: list[ArchitectureEntry],
+                  planned: list[tuple[str, str, str]]) -> str: ...
+    def add_results(self, run_id: str, records: list[ResultRecord]) -> None: ...
+    def add_op_traces(self, run_id: str, traces: list[OpTrace]) -> None: ...
+    def finish_run(self, run_id: str) -> str: ...
+
+
+Progress = Callable[[ArchitectureEntry, list[ResultRecord]], None]
+
+
+def abort_records(entry: ArchitectureEntry, device: str, checks: list[Check], have: set[Check],
+                  phase: str | None, outcome: Outcome) -> list[ResultRecord]:
+    """Records for the checks a stopped worker never reported (pure).
+
+    The check that was running gets crash/timeout/oom; later ones are skipped. A worker stopped while building
+    or running the CPU reference is the harness's problem, so those become reference_fail, never the device's.
+    The worker's output that no record carried yet (its last words) goes with them.
+    """
+    missing = [c for c in checks if c not in have]
+    why = outcome.error.splitlines()[-1] if outcome.error else outcome.kind
+    running = phase if phase not in REFERENCE_PHASES else None
+    if running is None:
+        out = failure_records(entry, device, missing, Status.REFERENCE_FAIL,
+                              f"worker {outcome.kind} during {phase or 'start'}: {why}", peak_mem_mb=outcome.peak_rss_mb)
+    else:
+        out = []
+        for c in missing:
+            if str(c) == running:
+                out += failure_records(entry, device, [c], ABORT_STATUS.get(outcome.kind, Status.CRASH),
+                                       f"worker {outcome.kind}: {why}", duration_s=outcome.duration_s,
+                                       peak_mem_mb=outcome.peak_rss_mb, repro=repro_command(entry.name, device, c),
+                                       metrics={"exitcode": outcome.exitcode} if outcome.exitcode is not None else {})
+            else:
+                out += failure_records(entry, device, [c], Status.SKIPPED, f"worker {outcome.kind} during {running}",
+                                       peak_mem_mb=outcome.peak_rss_mb)
+    attach_log(out, outcome.log)
+    return out
+
+
+def write_report(report: Report, path: Path) -> None:
+    """Atomic rewrite: a reader (or a crash mid-write) never sees a half-written report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(report.model_dump(mode="json"), indent=1))
+    os.replace(tmp, path)
+
+
+class _Collector:
+    """Holds the run's records, dedupes by key, and pushes to the store / JSON at the right moments."""
+
+    def __init__(self, report: Report, store: ResultSink | None, run_id: str | None, json_path: Path | None):
+        self.report, self.store, self.run_id, self.json_path = report, store, run_id, json_path
+        self.by_arch: dict[str, dict[Check, ResultRecord]] = {}
+
+    def add(self, rec: ResultRecord) -> None:
+        """A judged record, complete with its log: stored now, and only now (the one write of its row)."""
+        self.by_arch.setdefault(rec.architecture, {})[rec.check] = rec
+        if self.store is not None and self.run_id is not None:
+            self.store.add_results(self.run_id, [rec])
+
+    def arch_done(self, entry: ArchitectureEntry, trace: OpTrace | None) -> list[ResultRecord]:
+        recs = sorted(self.by_arch.get(entry.name, {}).values(), key=lambda r: RUN_ORDER.index(r.check))
+        self.report.results.extend(recs)
+        if trace is not None:
+            self.report.op_traces.append(trace)
+            if self.store is not None and self.run_id is not None:
+                self.store.add_op_traces(self.run_id, [trace])
+        if self.json_path is not None:
+            write_report(self.report, self.json_path)
+        return recs
+
+
+def run_sweep(
+    entries: Iterable[ArchitectureEntry],
+    device: Device,
+    checks: Iterable[Check | str],
+    *,
+    jobs: int,
+    trigger: Trigger | str = Trigger.MANUAL,
+    store: ResultSink | None = None,
+    json_path: Path | None = None,
+    progress: Progress | None = None,
+    catalog_source: str = "registry",
+    snapshot_id: str | None = None,
+    seed: int | None = None,
+    time_limit_s: float | None = None,
+    memory_limit_mb: int | None = None,
+) -> Report:
+    """Run every entry on ``device``; ``jobs=0`` runs in this process (no isolation; for debugging)."""
+    settings = get_settings()
+    entries = list(entries)
+    order = [c for c in RUN_ORDER if c in {Check(c) for c in checks}]
+    seed = settings.seed if seed is None else seed
+    run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
+                  catalog_source=catalog_source, snapshot_id=snapshot_id, checks=order)
+    report = Report(run=run, architectures=entries)
+    run_id = None
+    if store is not None:
+        planned = [(e.name, device.name, str(c)) for e in entries for c in order]
+        run_id = store.start_run(run, entries, planned)
+    col = _Collector(report, store, run_id, json_path)
+    try:
+        local = [e for e in entries if e.remote_code or jobs == 0]
+        remote = [e for e in entries if e not in local]
+        if any(not e.remote_code for e in local):
+            transformers.utils.logging.disable_progress_bar()  # in-process: keep the terminal for our bar
+        for entry in local:
+            traces: list[OpTrace] = []
+
+            def emit(kind: str, payload: Any, traces: list[OpTrace] = traces) -> None:
+                if kind == "record":
+                    col.add(payload)
+                elif kind == "trace":
+                    traces.append(payload)
+
+            for rec in run_architecture(entry, device, order, seed=seed, emit=emit):
+                if rec.check not in col.by_arch.get(entry.name, {}):
+                    col.add(rec)
+            done = col.arch_done(entry, traces[-1] if traces else None)
+            if progress:
+                progress(entry, done)
+        if remote:
+            _run_pool(remote, device, order, seed, jobs, col, progress,
+                      time_limit_s or settings.arch_timeout_s, memory_limit_mb or settings.arch_memory_mb)
+    finally:
+        report.run.finished = datetime.now(UTC)
+        if store is not None and run_id is not None:
+            store.finish_run(run_id)
+        if json_path is not None:
+            write_report(report, json_path)
+    return report
+
+
+def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Check], seed: int, jobs: int,
+              col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int) -> None:
+    by_name = {e.name: e for e in entries}
+    # Entries, records and traces cross the pipe as objects; the device as its name, resolved once per worker.
+    tasks = [Task(e.name, "worker.run.runner:run_on", (e, device.name, order), {"seed": seed}, stream=True)
+             for e in entries]
+    phases: dict[str, str | None] = {}
+    traces: dict[str, OpTrace] = {}
+    with Pool(min(jobs, len(entries)), time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb,
+              warmup="worker.run.runner:warm_worker", warmup_args=(ARCH_THREADS, device.name)) as pool:
+        for ev in pool.run(tasks):
+            name = ev.task.key
+            entry = by_name[name]
+            if ev.kind == "phase":
+                phases[name] = ev.payload
+            elif ev.kind == "record":
+                col.add(ev.payload)
+            elif ev.kind == "trace":
+                traces[name] = ev.payload
+            elif ev.done is not None:
+                out = ev.done
+                have = set(col.by_arch.get(name, {}))
+                if out.kind == "ok":
+                    # Every record streamed as it was judged; the runner prints nothing after its last one.
+                    for rec in out.value:
+                        if rec.check not in have:
+                            col.add(rec)
+                else:
+                    for rec in abort_records(entry, device.name, order, have, phases.get(name), out):
+                        col.add(rec)
+                done = col.arch_done(entry, traces.get(name))
+                if progress:
+                    progress(entry, done)
+
+
+class InProcessExecutor:
+    """Runs a plan on this machine through the sweep's isolated process pool (no broker), then finalizes it."""
+
+    def __init__(self, device: Device, jobs: int = 1) -> None:
+        self.device, self.jobs = device, jobs
+
+    def run(self, store: Any, plan: SweepPlan, on_progress: ProgressFn | None = None,
+            json_path: Path | None = None) -> RunOutcome:
+        if plan.device != self.device.name:
+            raise ValueError(f"plan for {plan.device!r}, executor on {self.device.name!r}")
+        total, done = len(plan.entries), 0
+
+        def tick(_entry: ArchitectureEntry, _records: list[ResultRecord]) -> None:
+            nonlocal done
+            done += 1
+            if on_progress:
+                on_progress(done, total)
+
+        report = run_sweep(plan.entries, self.device, plan.checks, jobs=self.jobs, trigger=plan.run.trigger,
+                           store=store, json_path=json_path, progress=tick, catalog_source=plan.run.catalog_source,
+                           snapshot_id=plan.run.snapshot_id, seed=plan.seed)
+        return finalize(store, report.run.id, plan.device, str(plan.run.trigger))

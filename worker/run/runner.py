@@ -1,0 +1,178 @@
+"""``run_architecture``: the ONE "run one architecture" function, called by the in-process pool and Celery tasks.
+
+Build the tiny checkpoint, prepare the CPU reference, run the requested checks on the device; never raises —
+every failure, including the harness's own, becomes result records, each carrying its part of the captured log.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status, failure_records
+from worker.build.build import build_checkpoint
+from worker.build.tiny_config import ConfigTooLarge
+from worker.judge.known_issues import annotate, load_known_issues
+from worker.run.capture import take_log
+from worker.run.checks import RUN_ORDER, CheckContext, run_check
+from worker.run.devices import Device, process_device
+from worker.run.pool import warm_imports
+from worker.run.reference import ReferenceFailure, prepare_reference
+from worker.run.stack_room import call_with_stack_room
+
+# emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace).
+Emit = Callable[[str, Any], None]
+
+
+def repro_command(architecture: str, device: str, check: Check | str) -> str:
+    return f"compat repro {architecture} --device {device} --check {check}"
+
+
+def _ordered(checks: Iterable[Check | str]) -> list[Check]:
+    wanted = {Check(c) for c in checks}
+    return [c for c in RUN_ORDER if c in wanted]
+
+
+def _build_failure(exc: Exception) -> tuple[Status, str]:
+    """Harness-side build problems are never blamed on the device: too large -> skipped, else reference_fail."""
+    if isinstance(exc, ConfigTooLarge):
+        return Status.SKIPPED, f"refused before allocation: {exc}"
+    # One line: Transformers' ImportError texts span several lines with pip hints; the stored reason is a summary.
+    message = " ".join(str(exc).split())
+    cause = exc
+    while cause is not None and not isinstance(cause, ImportError):
+        cause = cause.__cause__
+    if cause is not None:  # an optional package Transformers needs for this class is not installed: not the harness
+        return Status.REFERENCE_FAIL, f"tiny model build failed: missing optional dependency: {message}"
+    return Status.REFERENCE_FAIL, f"tiny model build failed: {type(exc).__name__}: {message}"
+
+
+def _safe_dirname(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100]
+
+
+def run_architecture(
+    entry: ArchitectureEntry,
+    device: Device,
+    checks: Iterable[Check | str],
+    *,
+    seed: int = 0,
+    workdir: Path | None = None,
+    emit: Emit | None = None,
+    known_issues_path: Path | None = None,
+) -> list[ResultRecord]:
+    """Run ``checks`` for one architecture on ``device``; returns one record per check and never raises.
+
+    ``emit("record", record)`` is called as each check finishes and ``emit("trace", op_trace)`` once the reference
+    op trace exists, so a supervisor keeps partial results if this process dies. When this process's output is
+    captured, each record carries the output printed since the record before it (``capture.take_log``).
+    """
+    # Every executor calls this from a different stack depth (Celery's is ~45 frames): with stack room below
+    # the checks, their per-op Python hot loops run equally fast under all of them (worker/stack_room.py).
+    return call_with_stack_room(_run_architecture, entry, device, checks, seed=seed, workdir=workdir, emit=emit,
+                                known_issues_path=known_issues_path)
+
+
+def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable[Check | str], *, seed: int,
+                      workdir: Path | None, emit: Emit | None, known_issues_path: Path | None) -> list[ResultRecord]:
+    order = _ordered(checks)
+    dev_name = device.name
+    done: list[ResultRecord] = []
+    own_dir = workdir is None
+    base = Path(tempfile.mkdtemp(prefix="compat-")) if own_dir else Path(workdir)
+    out_dir = base / _safe_dirname(entry.name)
+
+    def phase(name: str) -> None:
+        # A line per phase in the captured log: a crash's log then says where it happened.
+        print(f"[compat] {entry.name} on {dev_name}: {name}", flush=True)
+        if emit is not None:
+            emit("phase", name)
+
+    def finish(recs: list[ResultRecord]) -> list[ResultRecord]:
+        try:
+            recs = annotate(recs, load_known_issues(known_issues_path))
+        except Exception:  # noqa: BLE001 - a broken known-issues file must not lose results
+            pass
+        for rec in recs:
+            print(f"[compat] {rec.check}: {rec.status}" + (f" ({rec.reason})" if rec.reason else "")
+                  + (f" [{rec.blocking_op}]" if rec.blocking_op else ""), flush=True)
+            if rec.error is not None:  # the full traceback is in rec.error; the log gets the headline
+                print(f"[compat]   {rec.error.type}: {rec.error.message.splitlines()[0] if rec.error.message else ''}",
+                      flush=True)
+        if recs:  # the output since the previous record (this check's, its status lines included) goes with it
+            recs[0].log = take_log()
+        if emit is not None:
+            for rec in recs:
+                emit("record", rec)
+        done.extend(recs)
+        return recs
+
+    try:
+        if entry.remote_code:
+            finish(failure_records(entry, dev_name, order, Status.SKIPPED, "remote code: needs trust_remote_code"))
+            return done
+        phase("build")
+        try:
+            built = build_checkpoint(entry, out_dir, seed=seed)
+        except Exception as exc:  # noqa: BLE001
+            status, reason = _build_failure(exc)
+            finish(failure_records(entry, dev_name, order, status, reason))
+            return done
+        phase("reference")
+        try:
+            ref = prepare_reference(built.path, device.policy, seed)
+        except ReferenceFailure as exc:
+            finish(failure_records(entry, dev_name, order, Status.REFERENCE_FAIL, str(exc)[:500]))
+            return done
+        if emit is not None:
+            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
+        if not ref.determinism.passed:
+            finish([r.model_copy(update={"metrics": dict(ref.determinism.metrics)}) for r in failure_records(
+                entry, dev_name, order, Status.REFERENCE_FAIL, ref.determinism.reason or "reference")])
+            return done
+        ctx = CheckContext(entry.name, entry.rank, device, ref)
+        for check in order:
+            phase(str(check))
+            rec = run_check(ctx, check)
+            if rec.status != Status.PASS:
+                rec.repro = repro_command(entry.name, dev_name, check)
+            rec.metrics.setdefault("n_params", built.n_params)
+            finish([rec])
+        if emit is not None:  # the trace grows with generate/train reference runs: send the final one
+            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
+        return done
+    except BaseException as exc:  # noqa: BLE001 - the contract is "never raises"; KeyboardInterrupt re-raised
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        have = {r.check for r in done}
+        err = ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000],
+                        traceback="".join(traceback.format_exception(exc))[-4000:])
+        finish(failure_records(entry, dev_name, [c for c in order if c not in have], Status.ERROR,
+                               "harness error while running the architecture", error=err))
+        return done
+    finally:
+        shutil.rmtree(base if own_dir else out_dir, ignore_errors=True)
+
+
+# One intra-op thread per architecture process, for every executor: tiny models (hidden ~64) lose more to thread
+# sync than they gain (measured in bench/README.md: jobs=1 with 2 threads ran forward 5x and generate 2x slower per
+# check than 1 thread). Parallelism comes from running architectures side by side instead.
+ARCH_THREADS = 1
+
+
+def warm_worker(threads: int, device: str) -> None:
+    """Pool warm-up: torch/transformers imported once, the device resolved (neuron_backend registered) once."""
+    warm_imports(threads)
+    process_device(device)
+
+
+def run_on(entry: ArchitectureEntry, device: str, checks: Iterable[Check | str], *, seed: int = 0,
+           workdir: Path | None = None, emit: Emit | None = None) -> list[ResultRecord]:
+    """``run_architecture`` for a caller in another process (a pool task, a Celery task): the device arrives by
+    name and is resolved once per process. ``COMPAT_RUN_HOOK`` stand-ins have this signature."""
+    return run_architecture(entry, process_device(device), checks, seed=seed, workdir=workdir, emit=emit)
