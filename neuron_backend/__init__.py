@@ -40,6 +40,7 @@ if SIMULATED:
     from neuron_backend import fused as _fused
 
     _fused.register()
+    from neuron_backend import collectives as _collectives  # noqa: F401  (registers torch.distributed backend "neuron")
 
 from neuron_backend.api import (  # noqa: E402
     compile_stats,
