@@ -21,7 +21,8 @@ from torch import nn
 WORLD = 2
 READY_FILE = "ready"  # the failure phase: rank 1 writes it once it is parked, for the test to kill it
 FAILURES_FILE = "failures.pt"  # rank 0's outcome of the failure phase
-HUNG_DONE_FILE = "hung-done"  # rank 0 writes it when its collective with the hung rank 1 has failed
+HUNG_DONE_FILE = "hung-done"
+LLAMA_DIR = "llama"  # the tiny Llama checkpoint the launcher saves for the hf_tp facet  # rank 0 writes it when its collective with the hung rank 1 has failed
 
 
 def collective_input(rank: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -37,6 +38,20 @@ def mlp(out_features: int) -> nn.Sequential:
 def batch(rows: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(1)
     return torch.randn(rows, 8, generator=g), torch.randn(rows, 4, generator=g)
+
+
+def save_tiny_llama(path: Path) -> None:
+    """A 2-layer Llama with random weights (4 heads, 2 KV heads: both split over 2 ranks), as safetensors."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                         num_hidden_layers=2, vocab_size=128, max_position_embeddings=64)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(path)
+
+
+def llama_input_ids() -> torch.Tensor:
+    return torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(0))
 
 
 def _collectives(dev: torch.device, rank: int) -> dict:
@@ -155,6 +170,23 @@ def _tp(dev: torch.device, rank: int) -> dict:
     }
 
 
+def _hf_tp(out_dir: Path) -> dict:
+    """Transformers' own tensor-parallel path: ``tp_plan="auto"`` (as a DistributedConfig, the non-deprecated
+    spelling) with torchrun's variables; Transformers picks the backend for the device and initializes the group."""
+    from transformers import AutoModelForCausalLM
+    from transformers.distributed import DistributedConfig
+
+    model = AutoModelForCausalLM.from_pretrained(out_dir / LLAMA_DIR, distributed_config=DistributedConfig(tp_plan="auto"))
+    weight = model.model.layers[0].self_attn.q_proj.weight
+    with torch.no_grad():
+        logits = model(llama_input_ids().to(weight.device)).logits
+    return {
+        "backend": dist.get_backend(),
+        "weight": (type(weight).__name__, str(weight.device), str(weight.placements), tuple(weight.to_local().shape)),
+        "logits": logits.cpu(),
+    }
+
+
 def _wait_for(path: Path, limit_s: float = 300.0) -> None:
     end = time.monotonic() + limit_s
     while not path.exists():
@@ -174,16 +206,17 @@ def _attempt(collective) -> dict:
 def _failures(dev: torch.device, rank: int, out_dir: Path, timeout_s: float) -> dict:
     """Rank 1 first hangs (alive, connections open, outside the collective), then is killed by the test; rank 0
     meets each in an all_reduce and must get an error, not a hang. Rank 1 never returns from here."""
-    hung_group = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=timeout_s))
+    hung_group, killed_group = (dist.new_group([0, 1], timeout=datetime.timedelta(seconds=timeout_s)) for _ in "ab")
     t = torch.ones(2, device=dev)
-    dist.all_reduce(t, group=hung_group)  # both alive: completes
+    dist.all_reduce(t, group=hung_group)  # both alive: these complete
+    dist.all_reduce(t, group=killed_group)
     if rank == 1:
         _wait_for(out_dir / HUNG_DONE_FILE)
         (out_dir / READY_FILE).write_text("parked")
         time.sleep(600)  # the test kills this rank here
     outcome = {"hung": _attempt(lambda: dist.all_reduce(t, group=hung_group))}
     (out_dir / HUNG_DONE_FILE).write_text("")
-    outcome["killed"] = _attempt(lambda: dist.all_reduce(t))  # the default group; its peer is killed meanwhile
+    outcome["killed"] = _attempt(lambda: dist.all_reduce(t, group=killed_group))  # its peer is killed meanwhile
     return outcome
 
 
@@ -195,11 +228,20 @@ def main(facets: str, out_dir: Path, group_timeout_s: float, failure_timeout_s: 
     import neuron_backend
 
     rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
-    dist.init_process_group(backend="neuron", device_id=torch.device("neuron", local_rank),
-                            timeout=datetime.timedelta(seconds=group_timeout_s))
-    dev = torch.device("neuron", torch.neuron.current_device())
-    results: dict = {"backend": dist.get_backend(), "device": str(dev), "errors": {}, "fallback_ops": {}}
     names = facets.split(",")
+    results: dict = {"errors": {}, "fallback_ops": {}}
+    if names[0] == "hf_tp":  # Transformers creates the group itself (for the device it finds)
+        neuron_backend.reset_fallback_ops()
+        try:
+            results["hf_tp"] = _hf_tp(out_dir)
+        except Exception:
+            results["errors"]["hf_tp"] = traceback.format_exc()
+        results["fallback_ops"]["hf_tp"] = sorted(neuron_backend.fallback_ops())
+    if not dist.is_initialized():
+        dist.init_process_group(backend="neuron", device_id=torch.device("neuron", local_rank),
+                                timeout=datetime.timedelta(seconds=group_timeout_s))
+    dev = torch.device("neuron", torch.neuron.current_device())
+    results.update(backend=dist.get_backend(), device=str(dev))
     for name in (n for n in names if n in FACETS):
         neuron_backend.reset_fallback_ops()
         try:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 import torch
-from rank_programs import FAILURES_FILE, READY_FILE
+from rank_programs import FAILURES_FILE, LLAMA_DIR, READY_FILE, save_tiny_llama
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -40,6 +40,7 @@ class Run:
     failures: dict | None  # rank 0's outcome of the failure phase, when it ran
     pids: list[int]
     port: int
+    out_dir: Path
     timed_out: bool
     killed_by_test: list[int] = field(default_factory=list)
 
@@ -111,7 +112,7 @@ def launch(facets: str, out_dir: Path, *, deadline_s: float, group_timeout_s: fl
         returncodes=[p.returncode for p in procs],
         logs=[path.read_text(errors="replace") for path in log_paths],
         results=[load(f"rank{rank}.pt") for rank in range(WORLD)], failures=load(FAILURES_FILE),
-        pids=[p.pid for p in procs], port=port, timed_out=timed_out, killed_by_test=killed,
+        pids=[p.pid for p in procs], port=port, out_dir=out_dir, timed_out=timed_out, killed_by_test=killed,
     )
 
 
@@ -137,7 +138,7 @@ def leaks(run: Run) -> list[str]:
     return found
 
 
-ALL_FACETS = "collectives,dtensor,fsdp,tp,failures"
+ALL_FACETS = "hf_tp,collectives,dtensor,fsdp,tp,failures"
 FAILURE_TIMEOUT_S = 5.0  # the hung-peer group's timeout: the bound on the survivor's wait
 
 
@@ -159,8 +160,11 @@ def scratch_dir(prefix: str) -> Path:
 @functools.cache
 def shared_run() -> Run:
     """One two-rank run of every facet then the failure phase, shared by the test modules of this directory (ranks
-    cost seconds of CPU to start). The default group's timeout is generous for a busy box."""
-    return launch(ALL_FACETS, scratch_dir("neuron-ranks-"), deadline_s=300, group_timeout_s=60,
+    cost seconds of CPU to start). Transformers creates the group (hf_tp comes first); the failure phase has
+    groups of its own with a short timeout."""
+    out_dir = scratch_dir("neuron-ranks-")
+    save_tiny_llama(out_dir / LLAMA_DIR)
+    return launch(ALL_FACETS, out_dir, deadline_s=300, group_timeout_s=60,
                   failure_timeout_s=FAILURE_TIMEOUT_S, while_running=kill_parked_rank)
 
 
