@@ -1,5 +1,5 @@
-"""Collectives of the simulated device: the ``neuron`` torch.distributed backend (``ProcessGroupNeuron``), one rank
-per process on one host, and the routing of c10d, functional-collective and FSDP2 ops that reach device tensors.
+"""The ``neuron`` torch.distributed backend of the simulated device: ``ProcessGroupNeuron``, one rank per process on
+one host, and its registration (ops on device tensors: collective_ops.py; the real backend's tables: collective_table.py).
 
 It models semantics, not bandwidth: data moves between ranks through a gloo group on the host copies of the device
 tensors (``NeuronTensor._data``), and every collective has completed when its call returns (one timeline, as in the
@@ -22,11 +22,9 @@ github.com/parmoham-aws/test-repo-parmoham @ 98154b867aa24562a3213e520d9ad7fd410
 
 from __future__ import annotations
 
-import collections
 import datetime
 import importlib
 import os
-import threading
 from typing import Any
 
 import torch
@@ -37,80 +35,27 @@ from torch._C._distributed_c10d import (
     ProcessGroupGloo,
     ReduceOp,
     ReduceScatterOptions,
-    Work,
 )
 
-from neuron_backend import device_module, dispatch
+from neuron_backend import collective_ops, device_module
+from neuron_backend.collective_ops import executed_collectives, reset_executed_collectives
+from neuron_backend.collective_table import (
+    NATIVE_COLLECTIVES,
+    REDUCE_OPS,
+    SOURCE,
+    UNSUPPORTED_COLLECTIVES,
+    NeuronUnsupportedCollectiveError,
+    unsupported,
+)
 from neuron_backend.config import CONFIG
-from neuron_backend.errors import NeuronUnsupportedOpError
-from neuron_backend.tensor import NeuronTensor, wrap
 
 BACKEND = "neuron"
-SOURCE = (
-    "github.com/parmoham-aws/test-repo-parmoham@98154b867aa24562a3213e520d9ad7fd41032291 "
-    "torch_neuronx/distributed/backend.py (pre-beta snapshot, 2026-04-21; indicative, not the release)"
-)
-
-# c10d op -> how the real ProcessGroupNeuron runs it (backend.py at SOURCE). Its four device collectives are the
-# XLA ops AllReduceOp, AllGatherOp, ReduceScatterOp and AllToAllOp (torch_neuronx/distributed/ops/); barrier is
-# the runtime's nrt_barrier. The one functional collective it registers for PrivateUse1 is listed last
-# (torch_neuronx/distributed/ops/functional_collectives.py); the others reach the group through PyTorch's own kernels.
-NATIVE_COLLECTIVES: dict[str, str] = {
-    "c10d::allreduce_": "ProcessGroupNeuron.allreduce: AllReduceOp",
-    "c10d::allreduce_coalesced_": "allreduce_coalesced: one AllReduceOp over the non-empty tensors",
-    "c10d::allgather_": "allgather: AllGatherOp (split into buckets above COLLECTIVE_BUCKETSIZE_IN_MB, default 512)",
-    "c10d::_allgather_base_": "_allgather_base: AllGatherOp into one output tensor",
-    "c10d::allgather_coalesced_": "allgather_coalesced: AllGatherOp",
-    "c10d::allgather_into_tensor_coalesced_": "allgather_into_tensor_coalesced: AllGatherOp",
-    "c10d::reduce_scatter_": "reduce_scatter: ReduceScatterOp",
-    "c10d::_reduce_scatter_base_": "_reduce_scatter_base: ReduceScatterOp",
-    "c10d::reduce_scatter_tensor_coalesced_": "reduce_scatter_tensor_coalesced: one ReduceScatterOp on interleaved chunks",
-    "c10d::broadcast_": "broadcast: AllReduceOp SUM after the non-root ranks zero their tensor",
-    "c10d::reduce_": "reduce: AllReduceOp, into temporaries on the non-root ranks",
-    "c10d::gather_": "gather: AllGatherOp",
-    "c10d::scatter_": "scatter: reduce_scatter SUM, the non-root ranks contributing zeros",
-    "c10d::alltoall_": "alltoall: AllToAllOp",
-    "c10d::alltoall_base_": "alltoall_base: alltoall; only even splits (none, or all ones)",
-    "c10d::barrier": "barrier: nrt_barrier; default (world) group only",
-    "_c10d_functional::all_gather_into_tensor_out": "registered for PrivateUse1: calls the group's _allgather_base",
-}
-# c10d op -> why the real backend cannot run it (backend.py at SOURCE).
-UNSUPPORTED_COLLECTIVES: dict[str, str] = {
-    "c10d::send": "ProcessGroupNeuron defines no send and registers no c10d Backend that could (inferred from backend.py)",
-    "c10d::recv_": "ProcessGroupNeuron defines no recv and registers no c10d Backend that could (inferred from backend.py)",
-    "c10d::recv_any_source_": "ProcessGroupNeuron.recv_anysource raises NotImplementedError",
-    "c10d::monitored_barrier_": "ProcessGroupNeuron.monitored_barrier raises NotImplementedError",
-}
-# torch_neuronx/distributed/utils.py get_reduce_type at SOURCE: every other op raises ValueError.
-REDUCE_OPS = ("SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "AVG", "PREMUL_SUM")
-
-_PU1 = torch._C.DispatchKeySet(torch._C.DispatchKey.PrivateUse1)
-# Namespaces whose ops on device tensors run on a process group (c10d) or as PyTorch's own kernels written
-# against the device (the rest: functional collectives, DTensor's all-to-all, FSDP2's copy-in/out).
-_GROUP_NAMESPACES = ("c10d",)
-_KERNEL_NAMESPACES = ("_c10d_functional", "_dtensor", "fsdp")
-_routed: set[str] = set()
-_executed: collections.Counter[str] = collections.Counter()
-_lock = threading.Lock()
 _state: dict[str, Any] = {"registered": False, "core_bound": False}
 
-
-class NeuronUnsupportedCollectiveError(NeuronUnsupportedOpError, NotImplementedError):
-    """A collective the real ProcessGroupNeuron does not implement (the real one raises NotImplementedError)."""
-
-    def _message(self) -> str:
-        return f"The collective '{self.op}' is not implemented by the neuron process group ({self.reason})."
-
-
-def executed_collectives() -> dict[str, int]:
-    """c10d ops this process has run on the device since the last reset, with counts."""
-    with _lock:
-        return dict(_executed)
-
-
-def reset_executed_collectives() -> None:
-    with _lock:
-        _executed.clear()
+__all__ = [
+    "BACKEND", "SOURCE", "NATIVE_COLLECTIVES", "UNSUPPORTED_COLLECTIVES", "REDUCE_OPS", "ProcessGroupNeuron",
+    "NeuronUnsupportedCollectiveError", "executed_collectives", "reset_executed_collectives", "register",
+]
 
 
 def _premul_factor(opts) -> Any:
@@ -120,14 +65,6 @@ def _premul_factor(opts) -> Any:
         return None
     opts.reduceOp = ReduceOp.SUM
     return factor
-
-
-def _unsupported(op: str, tensors=()) -> NeuronUnsupportedCollectiveError:
-    flat = _flat_tensors(tensors)
-    return NeuronUnsupportedCollectiveError(
-        op, [str(t.dtype).removeprefix("torch.") for t in flat], [tuple(t.shape) for t in flat],
-        UNSUPPORTED_COLLECTIVES.get(op, "") + f"; source: {SOURCE}",
-    )
 
 
 def _gloo_options(timeout: datetime.timedelta | None) -> ProcessGroupGloo._Options:
@@ -208,140 +145,16 @@ class ProcessGroupNeuron(ProcessGroup):
         return super().barrier() if opts is None else super().barrier(opts)
 
     def send(self, tensors, *args):
-        raise _unsupported("c10d::send", tensors)
+        raise unsupported("c10d::send", tensors)
 
     def recv(self, tensors, *args):
-        raise _unsupported("c10d::recv_", tensors)
+        raise unsupported("c10d::recv_", tensors)
 
     def recv_anysource(self, tensors, *args):
-        raise _unsupported("c10d::recv_any_source_", tensors)
+        raise unsupported("c10d::recv_any_source_", tensors)
 
     def monitored_barrier(self, *args, **kwargs):
-        raise _unsupported("c10d::monitored_barrier_")
-
-
-def _to_host(x, originals: dict[int, NeuronTensor], staged: list[tuple[torch.Tensor, torch.Tensor]]):
-    t = type(x)
-    if t is NeuronTensor:
-        data = x._data
-        if not data.is_contiguous():  # gloo needs dense buffers; results are copied back into the view after
-            dense = data.contiguous()
-            staged.append((data, dense))
-            data = dense
-        originals[id(data)] = x
-        return data
-    if t is list or t is tuple:
-        return t(_to_host(y, originals, staged) for y in x)
-    return x
-
-
-def _to_device(x, originals: dict[int, NeuronTensor], core: int):
-    if isinstance(x, torch.Tensor):
-        original = originals.get(id(x))
-        return wrap(x, core) if original is None else original
-    if type(x) is list or type(x) is tuple:
-        return type(x)(_to_device(y, originals, core) for y in x)
-    return x
-
-
-def _wait_all(out) -> None:
-    """Complete the collective before returning: the simulation keeps one timeline (see the module docstring)."""
-    if isinstance(out, torch.ScriptObject) and "c10d.Work" in out._type().qualified_name():
-        Work.unbox(out).wait()
-    elif type(out) is list or type(out) is tuple:
-        for o in out:
-            _wait_all(o)
-
-
-def _check_supported(name: str, args) -> None:
-    if name in UNSUPPORTED_COLLECTIVES:
-        raise _unsupported(name, args[:1])
-    if name == "c10d::alltoall_base_":
-        for splits in (args[3], args[4]):
-            if splits and any(s != 1 for s in splits):
-                raise NeuronUnsupportedCollectiveError(
-                    name, [str(args[1].dtype).removeprefix("torch.")], [tuple(args[1].shape)],
-                    f"only even splits (none, or all ones) are supported, got {list(splits)}; source: {SOURCE}",
-                )
-    elif name in ("c10d::allgather_", "c10d::allgather_into_tensor_coalesced_"):
-        empty = [tuple(t.shape) for t in _flat_tensors(args[:2]) if t.dim() > 0 and t.size(0) == 0]
-        if empty:  # backend.py _validate_no_zero_dim0 raises ValueError
-            raise ValueError(f"tensors cannot have zero size in dimension 0, found: {empty} ({name} on neuron)")
-
-
-def _flat_tensors(x) -> list[torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if type(x) is list or type(x) is tuple:
-        return [t for y in x for t in _flat_tensors(y)]
-    return []
-
-
-def _reduce_op_of(args) -> int | None:
-    for a in args:
-        if isinstance(a, torch.ScriptObject) and a._type().qualified_name().endswith("c10d.ReduceOp"):
-            return int(a.op())
-    return None
-
-
-def _run_on_group(func, args, kwargs):
-    """A c10d op on device tensors: its PrivateUse1 kernel, run on the tensors' host data, reaches the group's
-    backend for the neuron device type (the host gloo group); the op has completed when this returns."""
-    name = func._schema.name
-    _check_supported(name, args)
-    if _reduce_op_of(args) == int(ReduceOp.PREMUL_SUM):
-        raise NotImplementedError(
-            f"{name} with PREMUL_SUM reached the simulated device without its factor (only the Python API paths "
-            "pre-scale it): a limit of the simulation, not of the device, which supports PREMUL_SUM"
-        )
-    originals: dict[int, NeuronTensor] = {}
-    staged: list[tuple[torch.Tensor, torch.Tensor]] = []
-    host_args = _to_host(args, originals, staged)
-    host_kwargs = {k: _to_host(v, originals, staged) for k, v in kwargs.items()}
-    try:
-        out = func.redispatch(_PU1, *host_args, **host_kwargs)
-        _wait_all(out)
-    except Exception as exc:
-        exc.add_note(f"while running {name} on the neuron device (simulated collective over the host gloo group)")
-        if not hasattr(exc, "neuron_collective"):
-            exc.neuron_collective = name
-        raise
-    for view, dense in staged:
-        view.copy_(dense)
-    with _lock:
-        _executed[name] += 1
-    core = next(iter(originals.values()))._core if originals else device_module.current_device()
-    return _to_device(out, originals, core)
-
-
-def _run_device_kernel(func, args, kwargs):
-    """An op whose kernel PyTorch writes against the device (PrivateUse1, or CompositeExplicitAutograd): run that
-    kernel on the device tensors themselves, so its inner ops are device ops and its collectives reach the group."""
-    return func.redispatch(_PU1, *args, **kwargs)
-
-
-def route_ops() -> None:
-    """Route every c10d / functional-collective / DTensor / FSDP2 op defined so far (new ones appear on import)."""
-    for full in torch._C._dispatch_get_all_op_names():
-        ns, _, rest = full.partition("::")
-        if ns not in _GROUP_NAMESPACES and ns not in _KERNEL_NAMESPACES:
-            continue
-        packet_name = rest.split(".")[0]
-        if f"{ns}::{packet_name}" in _routed:
-            continue
-        _routed.add(f"{ns}::{packet_name}")
-        packet = getattr(getattr(torch.ops, ns), packet_name)
-        for overload in packet.overloads():
-            op = getattr(packet, overload)
-            if ns in _GROUP_NAMESPACES:
-                if op._schema.name in UNSUPPORTED_COLLECTIVES or _has_kernel(op, "PrivateUse1"):
-                    dispatch.register_special(op, _run_on_group)
-            elif _has_kernel(op, "PrivateUse1") or _has_kernel(op, "CompositeExplicitAutograd"):
-                dispatch.register_special(op, _run_device_kernel)
-
-
-def _has_kernel(op, key: str) -> bool:
-    return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), key)
+        raise unsupported("c10d::monitored_barrier_")
 
 
 def _bind_local_core(rank: int, size: int) -> None:
@@ -370,7 +183,7 @@ def _create_process_group(store: dist.Store, rank: int, size: int, timeout) -> P
         _state["core_bound"] = True
     # FSDP2 defines its fsdp:: ops on import (1.5 s); a group is what FSDP2 needs, so load and route them now.
     importlib.import_module("torch.distributed.fsdp._fully_shard._fsdp_collectives")
-    route_ops()
+    collective_ops.route_ops()
     return ProcessGroupNeuron(store, rank, size, timeout)
 
 
@@ -390,7 +203,7 @@ def register() -> None:
         dist.register_rendezvous_handler(BACKEND, _rendezvous)
     except RuntimeError:  # already registered: leave the other handler in place
         pass
-    route_ops()
+    collective_ops.route_ops()
     _state["registered"] = True
 
 
