@@ -10,7 +10,7 @@ runs the op's decomposition or a widened copy cast back (fallback.py); compiler-
 per-core memory accounting with torch.OutOfMemoryError (NEURON_CORES x NEURON_MEMORY_GB); a ``neuron`` torch.compile
 backend (AOT Autograd + core-aten decompositions, op-table check, recompilation counts).
 
-What it does not model: performance, asynchronous execution, collectives across cores, the real compiler's fusion
+What it does not model: performance, asynchronous execution, collective bandwidth (collectives.py models semantics), the real compiler's fusion
 and precision choices beyond matmul auto-cast, memory fragmentation (bytes are exact, allocator overhead is not),
 and ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors. Conjugate and
 negative views (``_conj``, ``_neg_view``) are materialized copies on the device: values are right, but a later write
@@ -40,6 +40,7 @@ if SIMULATED:
     from neuron_backend import fused as _fused
 
     _fused.register()
+    from neuron_backend import collectives as _collectives  # noqa: F401  (registers torch.distributed backend "neuron")
 
 from neuron_backend.api import (  # noqa: E402
     compile_stats,

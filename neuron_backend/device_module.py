@@ -141,3 +141,17 @@ class device:  # noqa: N801 - mirrors torch.cuda.device
 
     def __exit__(self, *exc) -> None:
         set_device(self.prev)
+
+
+# --- streams and events (neuron_backend/streams.py), for torch.distributed (FSDP2, DTensor): begin ---
+from neuron_backend import streams as _streams  # noqa: E402  (after _index, which it is bound to below)
+
+_streams.bind(_index)
+Stream = _streams.Stream
+Event = _streams.Event
+StreamContext = _streams.StreamContext
+current_stream = _streams.current_stream
+default_stream = _streams.default_stream
+set_stream = _streams.set_stream
+stream = _streams.stream
+# --- streams and events: end ---

@@ -155,6 +155,10 @@ def dispatch(func, args, kwargs):
                 v = v._data
             elif k == "device" and v is not None and torch.device(v).type == "neuron":
                 v = _CPU
+            elif (type(v) is list or type(v) is tuple) and v and type(v[0]) is NeuronTensor:
+                # a tensor-list out= (split_with_sizes_copy.out, which FSDP2 calls): write into the host data
+                dtypes.extend(x.dtype for x in v)
+                v = type(v)(x._data for x in v)
             new_kwargs[k] = v
         dt = kwargs.get("dtype")
         if dt is not None and type(dt) is torch.dtype:
@@ -260,10 +264,16 @@ _SPECIAL = {
 }
 
 
+def register_special(op, handler) -> None:
+    """Route ``op`` on device tensors to ``handler(func, args, kwargs)``, ahead of the op table (collectives.py:
+    c10d, functional-collective and FSDP2 ops, which run on a process group rather than as kernels)."""
+    _SPECIAL[id(op)] = handler
+
+
 def clear_cache() -> None:
     """Forget cached decisions (after the profile or the numerics/fallback settings change)."""
     _decisions.clear()
 
 
 set_dispatch(dispatch)
-__all__ = ["dispatch", "clear_cache", "NeuronUnsupportedOpError", "memory"]
+__all__ = ["dispatch", "clear_cache", "register_special", "NeuronUnsupportedOpError", "memory"]
