@@ -23,7 +23,6 @@ app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly
                   no_args_is_help=True, add_completion=False)
 catalog_app = typer.Typer(help="The architecture catalog.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
-SOURCES = validate.SOURCES
 
 
 def _harness() -> ModuleType:

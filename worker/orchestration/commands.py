@@ -160,8 +160,9 @@ def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
     """``compat blockers``: aten ops ranked by how many architectures each one blocks."""
     recs = _load_results(json_path, device)
     if not recs:
-        where = f"in {json_path}" if json_path else f"on {device or get_settings().device} in the store"
-        raise fail(f"no results {where}; run `compat sweep` first", 1)
+        on = device or (None if json_path else get_settings().device)
+        where = (f" on {on}" if on else "") + (f" in {json_path}" if json_path else " in the store")
+        raise fail(f"no results{where}; run `compat sweep` first", 1)
     ranked = rank_blockers(recs)
     if not ranked:
         console.print("no blocking ops: nothing failed on an identifiable op")
