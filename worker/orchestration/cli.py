@@ -12,8 +12,10 @@ from types import ModuleType
 
 import typer
 
-from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Trigger
+from compat.results import Check, Trigger
 from compat.settings import get_settings
+from worker.catalog.names import registry_names
+from worker.orchestration import validate
 from worker.orchestration.console import console, fail
 from worker.orchestration.nightly import parse_baseline
 
@@ -21,7 +23,6 @@ app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly
                   no_args_is_help=True, add_completion=False)
 catalog_app = typer.Typer(help="The architecture catalog.", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
-SOURCES = ("auto", "hub", "snapshot", "registry")
 
 
 def _harness() -> ModuleType:
@@ -45,6 +46,14 @@ def _cluster() -> ModuleType:
     return celery_app
 
 
+def _stored() -> ModuleType:
+    # Imported when an input check must look in the store (a run id, an architecture outside the catalog): bad input
+    # answers without SQLAlchemy otherwise, and never imports torch.
+    from worker.orchestration import stored
+
+    return stored
+
+
 def _web() -> ModuleType:
     # Imported when `compat serve` runs: `compat --help` and bad input answer without FastAPI and uvicorn.
     from worker.orchestration import serve
@@ -54,22 +63,7 @@ def _web() -> ModuleType:
 
 def parse_checks(values: list[str] | None) -> list[Check]:
     """``--checks load,forward --checks compile`` -> checks; ``all`` = the five, ``default`` = the four."""
-    if not values:
-        return list(DEFAULT_CHECKS)
-    out: list[Check] = []
-    valid = [str(c) for c in ALL_CHECKS]
-    for item in ",".join(values).split(","):
-        name = item.strip().lower()
-        if not name:
-            continue
-        if name in ("all", "default"):
-            out.extend(c for c in (ALL_CHECKS if name == "all" else DEFAULT_CHECKS) if c not in out)
-        elif name in valid:
-            if Check(name) not in out:
-                out.append(Check(name))
-        else:
-            raise fail(f"unknown check {name!r}; valid checks: {', '.join(valid)} (or all, default)")
-    return out
+    return validate.checks(values)
 
 
 @app.command()
@@ -90,11 +84,15 @@ def sweep(
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
     settings = get_settings()
+    # Every name is checked here, before the harness (torch) loads: a typo answers at once.
+    dev = validate.harness_device(device)
     wanted_checks = parse_checks(checks)
-    src = source or settings.catalog_source
-    if src not in SOURCES:
-        raise fail(f"unknown source {src!r}; valid sources: {', '.join(SOURCES)}")
-    code = _harness().sweep(device=device or settings.device, source=src, limit=limit, arch=arch,
+    src = validate.source(source or settings.catalog_source)
+    validate.architectures(arch or [], src)
+    baseline_run = parse_baseline(baseline).run_id if baseline else None
+    if baseline_run is not None:
+        _stored().run_id(baseline_run)
+    code = _harness().sweep(device=dev, source=src, limit=limit, arch=arch,
                             checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
                             store=store, trigger=trigger, broker=broker, baseline=baseline,
                             fail_on_regression=fail_on_regression)
@@ -126,6 +124,9 @@ def show(
     log: bool = typer.Option(False, "--log", help="also print the captured log"),
 ) -> None:
     """Show the latest results of one architecture."""
+    device = validate.device(device) if device else None
+    if json_path is None:
+        _check_shown_architecture(architecture)
     _harness().show(architecture=architecture, device=device, json_path=json_path, log=log)
 
 
@@ -136,6 +137,7 @@ def blockers(
     top: int = typer.Option(20, "--top", min=1, help="show the top N ops"),
 ) -> None:
     """Rank aten ops by how many architectures each one blocks."""
+    device = validate.device(device) if device else None
     _harness().blockers(device=device, json_path=json_path, top=top)
 
 
@@ -147,8 +149,25 @@ def repro(
     out: Path = typer.Option(None, "--out", "-o", help="write the script here instead of stdout"),
 ) -> None:
     """Print a standalone Python script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
+    device = validate.device(device) if device else validate.device(get_settings().device, origin="COMPAT_DEVICE")
     wanted = parse_checks(check)
-    _harness().repro(architecture=architecture, device=device or get_settings().device, checks=wanted, out=out)
+    validate.architectures([architecture], get_settings().catalog_source)
+    _harness().repro(architecture=architecture, device=device, checks=wanted, out=out)
+
+
+def _check_shown_architecture(name: str) -> None:
+    """``compat show NAME``: a name in the catalog or the registry is fine; another must have stored results (a Hub
+    listing or a submission may have stored it), else exit 2 with the closest names."""
+    registry = registry_names()
+    if registry is None:  # Transformers' source unreadable: the harness checks the name against the live registry
+        return
+    known = set(validate.known_architectures(get_settings().catalog_source) or ()) | set(registry)
+    if name in known:
+        return
+    stored = _stored()
+    if stored.architecture_known(name):
+        return
+    raise fail(validate.unknown_architecture(name, sorted(known | set(stored.architectures()))))
 
 
 @catalog_app.command("refresh")
@@ -159,6 +178,20 @@ def catalog_refresh(
 ) -> None:
     """List the Hub's text-generation models and save the ranked snapshot file."""
     _harness().catalog_refresh(limit=limit, out=out, endpoint=endpoint)
+
+
+@catalog_app.command("list")
+def catalog_list(
+    source: str = typer.Option(None, "--source", help="auto (default: settings), snapshot or registry"),
+) -> None:
+    """Print the catalog's architecture names, one a line, rank 1 first (what --arch and show accept)."""
+    src = validate.source(source or get_settings().catalog_source)
+    if src == "hub":
+        raise fail("the hub source is a live listing: run `compat catalog refresh`, then list --source snapshot")
+    names = validate.known_architectures(src)
+    if names is None:
+        raise fail(f"cannot read the {src} catalog (run `compat catalog refresh`, or use --source registry)", 1)
+    print("\n".join(names))
 
 
 @app.command("worker")

@@ -8,15 +8,6 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 from compat.results import ArchitectureEntry, Check, Report, ResultRecord, Status, Trigger
 from compat.results import blockers as rank_blockers
 from compat.settings import get_settings
@@ -29,9 +20,12 @@ from worker.orchestration.console import console, fail
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
 from worker.orchestration.nightly import format_diff, regression_gate
 from worker.orchestration.planning import make_plan
+from worker.orchestration.progress import arch_note, fetch_progress, reporter
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.orchestration.tables import blockers_table, coverage_table, results_table
-from worker.run.devices import _DEVICE_RE, KNOWN_DEVICES, Device, DeviceError, resolve_device
+from worker.orchestration.validate import architecture_error
+from worker.run.device_names import device_type
+from worker.run.devices import Device, DeviceError, resolve_device
 from worker.run.repro import repro_script
 
 
@@ -61,28 +55,24 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
     regression gate when ``baseline`` is given, else 0."""
     dev = _device(device)
     try:
-        catalog = load_catalog(source, None if arch else limit)
+        catalog = _load_catalog(source, None if arch else limit)
     except CatalogError as exc:
         raise fail(str(exc)) from None
     entries = catalog.entries
     if arch:
         known = {e.name: e for e in entries}
-        unknown = [a for a in arch if a not in known]
-        if unknown:
-            raise fail(f"unknown architecture {unknown[0]!r}; valid architectures: {', '.join(sorted(known))}")
+        bad = architecture_error(arch, list(known))
+        if bad:
+            raise fail(bad)
         entries = [known[a] for a in arch][: limit or None]
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[last]}"), console=console,
-                  transient=False) as bar:
-        task = bar.add_task(f"sweep {dev.name}", total=len(entries), last="")
+    with reporter(console, len(entries), f"sweep {dev.name}") as bar:
 
         def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
-            bad = [f"{r.check}:{r.status}" for r in recs if r.status != Status.PASS]
-            bar.update(task, advance=1, last=f"{entry.name} {'ok' if not bad else ' '.join(bad)}"[:60])
+            bar.advance(entry.name, arch_note(recs))
 
         if broker:
             report = _broker_sweep(entries, dev, checks, trigger, json_path, catalog,
-                                   lambda done, _total: bar.update(task, completed=done))
+                                   lambda done, _total: bar.update(done, "stored"))
         else:
             report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=_store(store),
                                json_path=json_path, progress=progress, catalog_source=catalog.source,
@@ -93,6 +83,12 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
     if baseline:
         return _regression_gate(report.run.id, dev.name, baseline, fail_on_regression)
     return 0
+
+
+def _load_catalog(source: str, limit: int | None) -> Catalog:
+    """The sweep's catalog; a live Hub listing shows its progress (it reads one config.json per model)."""
+    with fetch_progress(console, get_settings().hub_limit) as on_fetch:
+        return load_catalog(source, limit, progress=on_fetch)
 
 
 def broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list[Check], *, trigger: Trigger,
@@ -145,9 +141,9 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
     """``compat show``: the latest results of one architecture, its reproducers and (``--log``) its output."""
     recs = _load_results(json_path, device, architecture)
     if not recs:
-        known = sorted(e.name for e in registry_entries())
-        if architecture not in known:
-            raise fail(f"unknown architecture {architecture!r}; valid architectures: {', '.join(known)}")
+        bad = architecture_error([architecture], [e.name for e in registry_entries()])
+        if bad:
+            raise fail(bad)
         raise fail(f"no results for {architecture}{' on ' + device if device else ''}; run `compat sweep` first", 1)
     console.print(results_table(recs, title=architecture))
     for r in recs:
@@ -162,7 +158,12 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
 
 def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
     """``compat blockers``: aten ops ranked by how many architectures each one blocks."""
-    ranked = rank_blockers(_load_results(json_path, device))
+    recs = _load_results(json_path, device)
+    if not recs:
+        on = device or (None if json_path else get_settings().device)
+        where = (f" on {on}" if on else "") + (f" in {json_path}" if json_path else " in the store")
+        raise fail(f"no results{where}; run `compat sweep` first", 1)
+    ranked = rank_blockers(recs)
     if not ranked:
         console.print("no blocking ops: nothing failed on an identifiable op")
         return
@@ -174,17 +175,16 @@ def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
 def repro(*, architecture: str, device: str, checks: list[Check], out: Path | None) -> None:
     """``compat repro``: a standalone script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
     settings = get_settings()
-    m = _DEVICE_RE.match(device)
-    if not m or m.group("type") not in KNOWN_DEVICES:  # no availability check: repro may target another machine
-        raise fail(f"unknown device {device!r}; valid devices: {', '.join(KNOWN_DEVICES)}")
+    kind = device_type(device)  # spelling checked by the CLI; no availability check: repro may target another machine
     entries = {e.name: e for e in load_catalog(settings.catalog_source).entries}
-    if architecture not in entries:
-        raise fail(f"unknown architecture {architecture!r}; valid architectures: {', '.join(sorted(entries))}")
+    bad = architecture_error([architecture], list(entries))
+    if bad:
+        raise fail(bad)
     try:
         config = shrink(entries[architecture]).to_dict()
     except TinyConfigError as exc:
         raise fail(f"cannot build a tiny {architecture}: {exc}", 1) from None
-    backend = "neuron" if m.group("type") == "neuron" else "inductor"
+    backend = "neuron" if kind == "neuron" else "inductor"
     script = repro_script(architecture, device, config, seed=settings.seed, checks=checks, compile_backend=backend)
     if out:
         out.write_text(script)
@@ -195,8 +195,11 @@ def repro(*, architecture: str, device: str, checks: list[Check], out: Path | No
 
 def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None) -> None:
     """``compat catalog refresh``: list the Hub's text-generation models and save the ranked snapshot."""
+    listed = limit or get_settings().hub_limit
+    console.print(f"listing the Hub's {listed} most downloaded text-generation models", highlight=False)
     try:
-        cat = refresh_snapshot(limit, out, endpoint=endpoint)
+        with fetch_progress(console, listed) as on_fetch:
+            cat = refresh_snapshot(limit, out, endpoint=endpoint, progress=on_fetch)
     except CatalogError as exc:
         raise fail(str(exc), 1) from None
     console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")

@@ -1,30 +1,66 @@
 """The CLI's terminal tables (rich) over result records: the coverage table, one architecture's checks, blockers.
 
-Presentation only: the numbers come from the pure rules of ``compat.results`` (coverage, blockers).
+Presentation only: the numbers come from the pure rules of ``compat.results`` (coverage, blockers). Each table is
+readable at 80 columns: op names, statuses and checks are never cut or folded; free text wraps, and a table too wide
+for the terminal switches to a narrower layout (``Fit``) rather than truncating.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import io
+from collections.abc import Iterable, Sequence
 
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from compat.results import ALL_CHECKS, Blocker, ResultRecord, Status, coverage
 
+DETAIL_CHARS = 120  # an error's first line, as much as a table shows of it
+SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
+
+
+def op_name(op: str) -> str:
+    """``aten::histc (Int)`` -> ``aten::histc``: the part of a spelled op that is never broken."""
+    return op.split(" (", 1)[0]
+
+
+class Fit:
+    """The first layout that shows every ``whole`` string unbroken on one line and no line wider than the
+    terminal; the last layout (the narrowest) otherwise."""
+
+    def __init__(self, layouts: Sequence[RenderableType], whole: Iterable[str]) -> None:
+        self.layouts = list(layouts)
+        self.whole = sorted(set(whole))
+
+    def fits(self, layout: RenderableType, width: int) -> bool:
+        probe = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
+        probe.print(layout, crop=False)  # a line wider than the terminal must show, not be cut to fit
+        lines = probe.file.getvalue().splitlines()
+        return (all(Text(line).cell_len <= width for line in lines)
+                and all(any(w in line for line in lines) for w in self.whole))
+
+    def choose(self, width: int) -> RenderableType:
+        return next((t for t in self.layouts[:-1] if self.fits(t, width)), self.layouts[-1])
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.choose(options.max_width)
+
 
 def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> Table:
-    """Per-check status counts plus the architecture-level summary row."""
+    """Status counts per check (one row per status that occurs, one column per check run) plus the
+    architecture-level summary as the caption. Statuses are rows, so none is ever cut at 80 columns."""
     records = list(records)
     cov = coverage(records)
     checks = [c for c in ALL_CHECKS if str(c) in cov.per_check]
     statuses = [s for s in Status if any(cov.per_check[str(c)][str(s)] for c in checks)]
     table = Table(title=title)
-    table.add_column("check")
-    for s in statuses:
-        table.add_column(str(s), justify="right")
+    table.add_column("status", no_wrap=True)
     for c in checks:
-        table.add_row(str(c), *[str(cov.per_check[str(c)][str(s)] or "") for s in statuses])
+        table.add_column(str(c), justify="right", no_wrap=True)
+    for s in statuses:
+        table.add_row(str(s), *[str(cov.per_check[str(c)][str(s)] or "") for c in checks])
     v = cov.verdicts
     table.caption = (f"{cov.architectures} architectures: {v['supported']} supported natively, "
                      f"{v['supported_with_fallback']} with CPU fallback, {v['failing']} failing, "
@@ -34,40 +70,89 @@ def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> 
     return table
 
 
-def results_table(records: list[ResultRecord], title: str) -> Table:
-    """One row per check of one architecture (``compat show``).
+def _detail(r: ResultRecord) -> Text:
+    detail = r.reason or (r.error.message.splitlines()[0][:DETAIL_CHARS] if r.error and r.error.message else "")
+    if r.status == Status.PASS and "cosine" in r.metrics:
+        detail = f"cosine {r.metrics['cosine']:.6f}, max abs err {r.metrics.get('max_abs_err', 0):.3g}"
+    if r.fallback_ops:
+        detail += f" [fallback: {', '.join(r.fallback_ops[:5])}]"
+    if r.known_issue:
+        detail += f" [known: {r.known_issue}]"
+    # Text, not a str: "[known: ...]" would otherwise be parsed as rich markup and silently vanish.
+    return Text(detail.strip())
 
-    Status, op and timing never wrap (they are what a reader scans); the free-text detail takes the rest of the
-    width and folds, so a narrow terminal still shows every status whole.
-    """
-    table = Table(title=title)
-    for col in ("device", "check", "status"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("detail", ratio=1, overflow="fold")
-    table.add_column("blocking op", no_wrap=True)
-    table.add_column("seconds", no_wrap=True, justify="right")
+
+def results_table(records: list[ResultRecord], title: str) -> Fit:
+    """One architecture's checks (``compat show``): one row per check where the terminal is wide enough, else
+    one block per check (status and time, then the blocking op, then the detail, each on its own line)."""
     order = {c: i for i, c in enumerate(ALL_CHECKS)}
-    for r in sorted(records, key=lambda r: (r.device, order.get(r.check, 99))):
-        detail = r.reason or (r.error.message.splitlines()[0][:120] if r.error and r.error.message else "")
-        if r.status == Status.PASS and "cosine" in r.metrics:
-            detail = f"cosine {r.metrics['cosine']:.6f}, max abs err {r.metrics.get('max_abs_err', 0):.3g}"
-        if r.fallback_ops:
-            detail += f" [fallback: {', '.join(r.fallback_ops[:5])}]"
-        if r.known_issue:
-            detail += f" [known: {r.known_issue}]"
-        # Text, not a str: "[known: ...]" would otherwise be parsed as rich markup and silently vanish.
-        table.add_row(r.device, str(r.check), str(r.status), Text(detail), Text(r.blocking_op or ""),
-                      f"{r.duration_s:.2f}")
-    return table
+    records = sorted(records, key=lambda r: (r.device, order.get(r.check, 99)))
+    devices = sorted({r.device for r in records})
+    if len(devices) == 1:
+        title = f"{title} on {devices[0]}"
+
+    wide = Table(title=title)
+    if len(devices) > 1:
+        wide.add_column("device", no_wrap=True)
+    for col in ("check", "status"):
+        wide.add_column(col, no_wrap=True)
+    wide.add_column("detail", ratio=1, min_width=24, overflow="fold")
+    wide.add_column("blocking op", no_wrap=True)
+    wide.add_column("seconds", no_wrap=True, justify="right")
+    for r in records:
+        cells = [str(r.check), str(r.status), _detail(r), Text(r.blocking_op or ""), f"{r.duration_s:.2f}"]
+        wide.add_row(*([r.device] if len(devices) > 1 else []), *cells)
+
+    narrow = Table(title=title, box=box.SIMPLE_HEAD, show_lines=True)
+    narrow.add_column("check", no_wrap=True)
+    narrow.add_column("status, seconds / blocking op / detail", ratio=1, overflow="fold")
+    for r in records:
+        head = f"{r.status}  {r.duration_s:.2f}s" + (f"  on {r.device}" if len(devices) > 1 else "")
+        cell = Text(head, style="bold")
+        if r.blocking_op:
+            cell.append("\nop: ").append(r.blocking_op)
+        detail = _detail(r)
+        if detail:
+            cell.append("\n").append_text(detail)
+        narrow.add_row(str(r.check), cell)
+
+    whole = ({str(r.status) for r in records} | {str(r.check) for r in records}
+             | {op_name(r.blocking_op) for r in records if r.blocking_op})
+    return Fit([wide, narrow], whole)
 
 
-def blockers_table(ranked: list[Blocker], top: int | None = None) -> Table:
-    table = Table(title="blocking ops")
-    for col in ("#", "op", "blocks", "unlocks", "dtypes", "checks", "architectures"):
-        table.add_column(col)
-    for i, b in enumerate(ranked[:top] if top else ranked, 1):
+def blockers_table(ranked: list[Blocker], top: int | None = None) -> Fit:
+    """Ops ranked by how many architectures each one blocks (``compat blockers``): one row per op with its dtypes,
+    checks and architectures in their own columns where the terminal is wide enough, else under the op."""
+    shown = ranked[:top] if top else ranked
+    rows = []
+    for i, b in enumerate(shown, 1):
         dtypes = ", ".join(v.split(" (", 1)[1].rstrip(")") for v in b.variants if " (" in v)
-        archs = ", ".join(b.architectures[:4]) + (" ..." if len(b.architectures) > 4 else "")
-        table.add_row(str(i), b.op, str(len(b.architectures)), str(len(b.unlocks)), dtypes, ", ".join(b.checks),
-                      archs)
-    return table
+        archs = ", ".join(b.architectures[:SHOWN_ARCHITECTURES])
+        if len(b.architectures) > SHOWN_ARCHITECTURES:
+            archs += f" (+{len(b.architectures) - SHOWN_ARCHITECTURES} more)"
+        rows.append((str(i), b.op, str(len(b.architectures)), str(len(b.unlocks)), dtypes, ", ".join(b.checks),
+                     archs))
+
+    wide = Table(title="blocking ops")
+    for col in ("#", "op", "blocks", "unlocks"):
+        wide.add_column(col, no_wrap=True, justify="left" if col == "op" else "right")
+    for col, least in (("dtypes", 10), ("checks", 10), ("architectures", 24)):
+        wide.add_column(col, ratio=1, min_width=least, overflow="fold")
+    for row in rows:
+        wide.add_row(*row[:4], *(Text(c) for c in row[4:]))
+
+    narrow = Table(title="blocking ops", box=box.SIMPLE_HEAD, show_lines=True)
+    narrow.add_column("#", no_wrap=True, justify="right")
+    narrow.add_column("op / dtypes / checks / architectures", ratio=1, overflow="fold")
+    narrow.add_column("blocks", no_wrap=True, justify="right")
+    narrow.add_column("unlocks", no_wrap=True, justify="right")
+    for i, op, blocks, unlocks, dtypes, checks, archs in rows:
+        cell = Text(op, style="bold")
+        for label, value in (("dtypes", dtypes), ("checks", checks), ("in", archs)):
+            if value:
+                cell.append(f"\n{label}: {value}")
+        narrow.add_row(i, cell, blocks, unlocks)
+
+    names = {a for b in shown for a in b.architectures[:SHOWN_ARCHITECTURES]}
+    return Fit([wide, narrow], {b.op for b in shown} | names)

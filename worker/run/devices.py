@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -23,10 +22,7 @@ import transformers
 
 from compat.results import DeviceInfo
 from worker.judge.attribution import format_op
-
-# Names a user may pass (an index suffix such as cuda:1 is accepted too).
-KNOWN_DEVICES: tuple[str, ...] = ("neuron", "cpu", "cuda", "mps", "xpu")
-_DEVICE_RE = re.compile(r"^(?P<type>[a-z_][a-z0-9_]*)(:(?P<index>\d+))?$")
+from worker.run.device_names import DEVICE_RE, KNOWN_DEVICES, normalize
 
 
 class DeviceError(ValueError):
@@ -124,7 +120,7 @@ def _simulated_neuron() -> Device:
 
 def resolve_device(name: str) -> Device:
     """Check ``name`` and return the device; raises DeviceError (one line, valid choices) when it cannot be used."""
-    m = _DEVICE_RE.match(name.strip().lower()) if name else None
+    m = DEVICE_RE.match(normalize(name)) if name else None
     if not m:
         raise invalid(name)
     dtype_, index = m.group("type"), m.group("index")

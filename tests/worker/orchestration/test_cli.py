@@ -10,7 +10,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from compat.results import (
+    ArchitectureEntry,
+    Check,
+    DeviceInfo,
+    ErrorInfo,
+    Report,
+    ResultRecord,
+    RunInfo,
+    Status,
+)
 from worker.orchestration.cli import app
+from worker.orchestration.console import console
 
 runner = CliRunner()
 
@@ -20,9 +31,10 @@ runner = CliRunner()
     [
         (["sweep", "--device", "foo"], "valid devices: neuron, cpu, cuda, mps, xpu"),
         (["sweep", "--device", "cpu", "--checks", "load,bogus"], "valid checks: load, forward, generate, train, compile"),
-        (["sweep", "--device", "cpu", "--arch", "NopeForCausalLM", "--no-store"], "valid architectures: "),
+        (["sweep", "--device", "cpu", "--arch", "NopeForCausalLM", "--no-store"],
+         "architectures known; list them with `compat catalog list`"),
         (["sweep", "--device", "cpu", "--source", "web"], "valid sources: auto, hub, snapshot, registry"),
-        (["repro", "NopeForCausalLM", "--device", "cpu"], "LlamaForCausalLM"),
+        (["repro", "LlamaForCausalLn", "--device", "cpu"], "did you mean LlamaForCausalLM"),
         (["repro", "LlamaForCausalLM", "--device", "tpu"], "valid devices:"),
         (["show", "NopeForCausalLM", "--json", "/nonexistent.json"], "cannot read report"),
     ],
@@ -48,6 +60,11 @@ def test_sweep_show_blockers_from_json(tmp_path: Path) -> None:
     res = runner.invoke(app, ["sweep", "--device", "cpu", "--arch", "GPT2LMHeadModel", "--checks", "load,forward",
                               "--jobs", "0", "--no-store", "--json", str(report)])
     assert res.exit_code == 0, res.output
+    # Not a terminal: progress is plain lines, one per architecture with its verdict, elapsed time and eta.
+    lines = res.output.splitlines()
+    assert lines[0] == "[0/1] sweep cpu: 1 to do"
+    assert any(ln.startswith("[1/1] sweep cpu GPT2LMHeadModel: not_judged | ") and ln.endswith("elapsed, eta 0s")
+               for ln in lines), res.output
     caption = " ".join(res.output.split())  # rich wraps the caption
     # generate was not run, so no support verdict, but every check that ran passed.
     assert "1 not judged" in caption and "1 pass every check" in caption
@@ -90,3 +107,41 @@ def test_repro_script_builds_inputs_like_the_sweep(tmp_path: Path, arch: str) ->
     assert lines["reference tokens"] == lines["device tokens"] and len(json.loads(lines["device tokens"])) == 32
     losses = [ln for ln in done.stdout.splitlines() if ln.startswith("cpu loss")]
     assert len(losses) == 2 and losses[0] == losses[1]  # cpu twice from the same weights: the same loss
+
+
+def _failing_report(path: Path) -> None:
+    op = "aten::_scaled_dot_product_efficient_attention (BFloat16, BFloat16, BFloat16, Float)"
+    recs = [ResultRecord(architecture="MixtralForCausalLM", device="neuron", check=Check.LOAD, status=Status.PASS),
+            ResultRecord(architecture="MixtralForCausalLM", device="neuron", check=Check.FORWARD,
+                         status=Status.UNSUPPORTED_DTYPE, blocking_op=op,
+                         error=ErrorInfo(type="NeuronUnsupportedDtypeError",
+                                         message=f"{op} is not supported on neuron for these dtypes"))]
+    report = Report(run=RunInfo(device=DeviceInfo(name="neuron")),
+                    architectures=[ArchitectureEntry(name="MixtralForCausalLM", model_type="mixtral", rank=1)],
+                    results=recs)
+    path.write_text(report.model_dump_json())
+
+
+def test_show_at_80_columns_keeps_status_and_op_whole(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    _failing_report(report)
+    env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+           "HF_HUB_OFFLINE": "1", "COMPAT_VAR_DIR": str(tmp_path / "var")}
+    done = subprocess.run([sys.executable, "-m", "worker.orchestration.cli", "show", "MixtralForCausalLM", "--json",
+                           str(report)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= 80, done.stdout
+    assert any("unsupported_dtype" in ln for ln in lines) and any(
+        "aten::_scaled_dot_product_efficient_attention" in ln for ln in lines), done.stdout
+
+
+def test_blockers_at_80_columns_keeps_the_op_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = tmp_path / "r.json"
+    _failing_report(report)
+    monkeypatch.setattr(console, "width", 80)
+    res = runner.invoke(app, ["blockers", "--json", str(report)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert max(len(ln) for ln in lines) <= 80, res.output
+    assert any("aten::_scaled_dot_product_efficient_attention" in ln for ln in lines), res.output
