@@ -32,6 +32,7 @@ from worker.orchestration.planning import make_plan
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.orchestration.tables import blockers_table, coverage_table, results_table
 from worker.run.devices import _DEVICE_RE, KNOWN_DEVICES, Device, DeviceError, resolve_device
+from worker.run.pool import MemoryLimitTooLow, check_memory_limit
 from worker.run.repro import repro_script
 
 
@@ -60,6 +61,11 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
     """``compat sweep``: run the sweep (here or on the cluster), print the coverage table; the exit code of the
     regression gate when ``baseline`` is given, else 0."""
     dev = _device(device)
+    if not broker and jobs > 0:
+        try:
+            check_memory_limit(get_settings().arch_memory_mb)
+        except MemoryLimitTooLow as exc:
+            raise fail(str(exc)) from None
     try:
         catalog = load_catalog(source, None if arch else limit)
     except CatalogError as exc:
