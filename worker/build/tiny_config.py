@@ -144,7 +144,7 @@ def _is_int(v: Any) -> bool:
 def _shrink_field(name: str, value: Any, d: dict[str, Any]) -> Any:
     """The tiny value of one field (``value`` is the original), or ``value`` when no rule applies."""
     if isinstance(value, list) and value and all(_is_int(v) for v in value):
-        return _shrink_size_list(name, value, d)  # per-layer / per-head / per-expert sizes (or not sizes at all)
+        return shrink_size_list(name, value, d)  # per-layer / per-head / per-expert sizes (or not sizes at all)
     if isinstance(value, float) and ("dropout" in name or "pdrop" in name or name.endswith("layerdrop")
                                      or name in ZERO_FIELDS):
         return 0.0
@@ -156,7 +156,7 @@ def _shrink_field(name: str, value: Any, d: dict[str, Any]) -> Any:
     return value if target is None else min(value, target)
 
 
-def _shrink_size_list(name: str, values: list[int], d: dict[str, Any]) -> list[int]:
+def shrink_size_list(name: str, values: list[int], d: dict[str, Any]) -> list[int]:
     """A list of sizes named like a size field (``intermediate_size: [..]`` per layer, Laguna's
     ``num_attention_heads_per_layer``, ERNIE's ``moe_num_experts: [64, 64]``), shrunk in proportion: the smallest
     positive entry gets the field's tiny size and the others keep their ratio to it, so layers that differ still

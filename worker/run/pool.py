@@ -45,9 +45,9 @@ class MemoryLimitTooLow(PoolError, ValueError):
 
 def check_memory_limit(limit_mb: float, *, idle_mb: float | None = None, setting: str = "COMPAT_ARCH_MEMORY_MB"
                        ) -> None:
-    """Refuse a memory limit no worker can stay under: below the documented floor, or below ``idle_mb`` (a warm
-    worker's measured RSS) when given."""
-    floor = max(WORKER_IDLE_FLOOR_MB, idle_mb or 0.0)
+    """Refuse a memory limit no worker can stay under: at or below ``idle_mb`` (a started worker's measured RSS)
+    when given, else at or below the documented floor of a harness worker (torch and transformers imported)."""
+    floor = idle_mb if idle_mb is not None else WORKER_IDLE_FLOOR_MB
     if limit_mb <= floor:
         measured = f"a warm worker uses {idle_mb:.0f} MB before its first task" if idle_mb else \
             f"a warm worker uses about {WORKER_IDLE_FLOOR_MB} MB before its first task"
