@@ -7,6 +7,7 @@ A config goes through the pure cap check (``service.config_limits``), then the r
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
@@ -196,7 +197,10 @@ def check_config(cfg: dict[str, Any], max_params: int, *, timeout_s: float = 10.
     problem = causal_lm_problem(cfg, registry)
     if problem:
         raise InvalidInput("architectures", problem)
-    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "transformers_version", "auto_map")}
+    # A deep copy: Transformers fills defaults into nested dicts (rope_scaling) in place, and the config stored
+    # and run must be exactly the one sent.
+    kwargs = copy.deepcopy({k: v for k, v in cfg.items() if k not in ("model_type", "transformers_version",
+                                                                         "auto_map")})
     try:
         config = transformers.AutoConfig.for_model(model_type, **kwargs)
     except Exception as e:  # Transformers' own refusal of a value: name the field it is about

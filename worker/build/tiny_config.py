@@ -119,7 +119,9 @@ def _base_config(entry: ArchitectureEntry, cls: type) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         try:
             if entry.config:
-                raw = {k: v for k, v in entry.config.items() if k not in ("auto_map", "quantization_config")}
+                # A copy: config classes fill defaults into nested dicts (rope_scaling) in place.
+                raw = copy.deepcopy({k: v for k, v in entry.config.items()
+                                     if k not in ("auto_map", "quantization_config")})
                 config = config_cls.from_dict(raw)
             else:
                 config = config_cls(**(lookup(BASE_OVERRIDES, entry.model_type, entry.name) or {}))
