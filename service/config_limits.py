@@ -95,7 +95,7 @@ def _check_count(field: str, cat: str, value: Any) -> int | None:
         return None
     if value < 0:
         name = field.rsplit(".", 1)[-1].split("[", 1)[0]
-        if name.endswith("_layer") or "window" in name:
+        if (name.endswith("_layer") and not name.startswith(("n_", "num_"))) or "window" in name:
             return None
         raise CapExceeded(field, f"{field}={value} must not be negative")
     if value == 0:
