@@ -21,7 +21,12 @@ from service.models import Submission
 from service.store import Store
 from worker.orchestration import submissions
 from worker.orchestration.executors import SweepPlan, task_kwargs
-from worker.orchestration.submissions import SubmissionQueue, no_verdict_reason, run_submission, submission_entry
+from worker.orchestration.submissions import (
+    SubmissionQueue,
+    no_verdict_reason,
+    run_submission,
+    submission_entry,
+)
 
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
          "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}
