@@ -27,6 +27,7 @@ from worker.orchestration.submissions import (
     run_submission,
     submission_entry,
 )
+from worker.run.pool import Pool, Task
 
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
          "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}
@@ -136,3 +137,7 @@ def test_non_finite_config_survives_the_celery_message() -> None:
     report = Report.model_validate_json(Report(run=plan.run, architectures=[entry]).model_dump_json())
     assert report.architectures[0].config["time_step_limit"][1] == math.inf  # and the JSON report
     assert json.loads(json.dumps(entry.model_dump(mode="json")))["config"]["time_step_limit"][1] == math.inf
+    # And the pool's pipe, both ways (an isolated worker process gets the entry and sends it back).
+    with Pool(1, time_limit_s=60, memory_limit_mb=2000, warmup=None) as pool:
+        [done] = [ev.done for ev in pool.run([Task("echo", "copy:deepcopy", (entry,))]) if ev.done is not None]
+    assert done.kind == "ok" and done.value.config["time_step_limit"] == [0.0, math.inf]
