@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 REPORT_VERSION = 1
 
@@ -32,6 +32,7 @@ class Status(StrEnum):
     TIMEOUT = "timeout"
     REFERENCE_FAIL = "reference_fail"  # the CPU reference itself failed: never blamed on the device
     SKIPPED = "skipped"  # not run (reason says why: remote code, earlier check failed, ...)
+    HARNESS_ERROR = "harness_error"  # the harness's own fault (shrinker, builder, limits): neither device nor CPU
 
 
 FAILURE_STATUSES = frozenset(
@@ -78,8 +79,16 @@ class DeviceInfo(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+# Configs carry non-finite floats (Nemotron-H's time_step_limit [0.0, Infinity]); pydantic's JSON mode would turn them
+# into null. "constants" keeps them as floats in model_dump(mode="json") and writes Infinity/NaN in JSON text, which
+# Python's json and pydantic's parser read back.
+KEEP_NON_FINITE = ConfigDict(ser_json_inf_nan="constants")
+
+
 class ArchitectureEntry(BaseModel):
     """One catalog row: an architecture and the model that represents it."""
+
+    model_config = KEEP_NON_FINITE
 
     name: str  # the architectures[0] class name, e.g. "LlamaForCausalLM"
     model_type: str  # config.model_type, e.g. "llama"
@@ -88,6 +97,7 @@ class ArchitectureEntry(BaseModel):
     representative: str | None = None  # Hub model id whose config is shrunk
     remote_code: bool = False  # needs trust_remote_code: listed, never executed
     config: dict[str, Any] | None = None  # the representative's config.json, when known
+    notes: list[str] = Field(default_factory=list)  # what the remote-code rule said (an ignored auto_map, why remote)
 
 
 class ResultRecord(BaseModel):
@@ -114,6 +124,15 @@ class ResultRecord(BaseModel):
         return (self.architecture, self.device, str(self.check))
 
 
+class Provenance(BaseModel):
+    """What a submission run measured: the submitted Hub id and revision, and the digest of the config it ran."""
+
+    submission_id: int | None = None
+    model_id: str | None = None
+    revision: str | None = None
+    config_digest: str | None = None  # sha256 of the config as stored (compat.configjson.config_digest)
+
+
 class RunInfo(BaseModel):
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     trigger: Trigger = Trigger.MANUAL
@@ -124,6 +143,7 @@ class RunInfo(BaseModel):
     checks: list[Check] = Field(default_factory=lambda: list(DEFAULT_CHECKS))
     started: datetime = Field(default_factory=lambda: datetime.now(UTC))
     finished: datetime | None = None
+    provenance: Provenance | None = None  # submission runs only
 
 
 class OpTrace(BaseModel):
@@ -135,6 +155,8 @@ class OpTrace(BaseModel):
 
 class Report(BaseModel):
     """The versioned JSON report written by ``compat sweep --json FILE``."""
+
+    model_config = KEEP_NON_FINITE
 
     version: int = REPORT_VERSION
     run: RunInfo

@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(256 * 1024, ge=1024)
     # A submitted config that would build a bigger model (counted on the meta device) is refused.
     max_submission_params: int = Field(1_000_000_000_000, ge=1000)
+    # The meta-device build of a submitted config, the last and only slow validation step, gets this long.
+    validation_timeout_s: float = Field(10.0, gt=0, le=600)
+    # Submission runs at a time in one process without a broker (with one, the broker's queue bounds them).
+    submission_workers: int = Field(1, ge=1, le=64)
     # Dashboard headline: "N% of the top <dashboard_top_n> architectures by Hub rank".
     dashboard_top_n: int = Field(100, ge=1, le=100_000)
 

@@ -55,7 +55,7 @@ class MatrixQuery:
     def from_params(cls, params: Mapping[str, str]) -> MatrixQuery:
         """Lenient parse: an unknown or malformed value falls back to the default instead of an error page."""
         try:
-            page = max(1, int(params.get("page", "1") or 1))
+            page = min(1_000_000, max(1, int(params.get("page", "1") or 1)))  # bounded like every page number
         except ValueError:
             page = 1
         order = params.get("order", "asc")

@@ -16,9 +16,12 @@ router = APIRouter(include_in_schema=False)
 RUNS_PER_PAGE = 50
 
 
+MAX_PAGE = 1_000_000  # (page - 1) * per_page becomes a SQL OFFSET: past a 64-bit integer SQLite raises OverflowError
+
+
 def _int(value: str | None, default: int) -> int:
     try:
-        return max(1, int(value or default))
+        return min(MAX_PAGE, max(1, int(value or default)))
     except ValueError:
         return default
 

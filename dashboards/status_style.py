@@ -37,6 +37,8 @@ STYLES: dict[str, StatusStyle] = {
         StatusStyle("timeout", "◷", "timeout", "st-warn", "did not finish in time"),
         StatusStyle("reference_fail", "?", "ref fail", "st-muted", "the CPU reference itself failed"),
         StatusStyle("skipped", "–", "skipped", "st-muted", "not run"),
+        StatusStyle("harness_error", "⚙", "harness", "st-muted",
+                    "the harness itself failed: neither the device nor the CPU reference is to blame"),
     )
 }
 assert set(STYLES) == {str(s) for s in Status}, "every Status needs a style"

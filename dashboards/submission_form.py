@@ -12,7 +12,13 @@ from starlette.datastructures import FormData, UploadFile
 
 from compat.settings import Settings
 from service.auth import token_name
-from service.submissions import SubmissionInput, SubmissionRejected, create_submission, upload_read_size
+from service.submissions import (
+    HubConfig,
+    SubmissionInput,
+    SubmissionRejected,
+    create_submission,
+    upload_read_size,
+)
 from service.validation import InvalidInput
 
 
@@ -31,8 +37,10 @@ def _text(form: FormData, name: str) -> str:
 
 
 async def create_from_form(session: Session, form: FormData, settings: Settings,
-                           enqueue: Callable[[int, str], None] | None, database_url: str) -> FormResult:
-    """Validate the form; on success store a queued submission and hand it to ``enqueue`` (the app's hook)."""
+                           enqueue: Callable[[int, str], None] | None, database_url: str,
+                           hub_config: HubConfig | None = None) -> FormResult:
+    """Validate the form; on success store a queued submission and hand it to ``enqueue`` (the app's hook). The
+    token is checked first: without a valid one the config is never parsed or built."""
     model_id, revision = _text(form, "model_id"), _text(form, "revision")
     values = {"model_id": model_id, "revision": revision}
     upload = form.get("config")
@@ -44,7 +52,7 @@ async def create_from_form(session: Session, form: FormData, settings: Settings,
     try:
         # Blocking (DB, meta-device build): keep it off the event loop.
         sub = await run_in_threadpool(create_submission, session, data, submitter=who, settings=settings,
-                                      enqueue=hook)
+                                      enqueue=hook, hub_config=hub_config)
     except SubmissionRejected as exc:
         return FormResult(errors=[(e.field, _readable(e)) for e in exc.errors], values=values)
     return FormResult(submission_id=sub.id, values=values)

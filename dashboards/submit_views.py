@@ -11,6 +11,7 @@ from compat.settings import Settings
 from dashboards.submission_form import create_from_form
 from dashboards.templating import not_found, render
 from service import queries
+from service import schemas as S
 from service.deps import app_settings, get_session
 
 router = APIRouter(include_in_schema=False)
@@ -37,19 +38,40 @@ async def submit(request: Request, session: Session = Depends(get_session),
     """Validate like the API does, create the submission, then redirect to its live page (303, POST/redirect/GET)."""
     form = await request.form()
     result = await create_from_form(session, form, settings, request.app.state.enqueue_submission,
-                                    settings.database_url)
+                                    settings.database_url, getattr(request.app.state, "hub_config", None))
     if result.errors:
         return _form(request, settings, values=result.values, errors=result.errors, status_code=422)
     return RedirectResponse(f"/submissions/{result.submission_id}", status_code=303)
 
 
+# Ids are SQLite/PostgreSQL integers: anything outside 1..2^31-1 cannot exist, and passing it to the database
+# would raise (OverflowError) instead of answering "not found".
+MAX_ID = 2**31 - 1
+
+
+def _message(sub: S.SubmissionOut) -> tuple[int, str]:
+    percent, message = _STATE_PROGRESS.get(sub.state, (0, ""))
+    if sub.state == "queued" and sub.queue_position is not None:
+        ahead = sub.queue_position - 1
+        message = "Next in the queue." if ahead == 0 else f"Queue position {sub.queue_position} ({ahead} ahead)."
+    return percent, message
+
+
+def _find(session: Session, submission_id: int) -> S.SubmissionOut | None:
+    if not 1 <= submission_id <= MAX_ID:
+        return None
+    try:
+        return queries.get_submission(session, submission_id)
+    except queries.NotFound:
+        return None
+
+
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
 def submission(submission_id: int, request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
-    try:
-        sub = queries.get_submission(session, submission_id)
-    except queries.NotFound:
+    sub = _find(session, submission_id)
+    if sub is None:
         return not_found(request, "Submission", f"No submission #{submission_id}.", "/submit", "Submit a model")
-    percent, message = _STATE_PROGRESS.get(sub.state, (0, ""))
+    percent, message = _message(sub)
     return render(request, "submission.html", page_title=f"Submission #{sub.id}", sub=sub, percent=percent,
                   message=message)
 
@@ -57,10 +79,10 @@ def submission(submission_id: int, request: Request, session: Session = Depends(
 @router.get("/submissions/{submission_id}/status.json")
 def submission_status(submission_id: int, session: Session = Depends(get_session)) -> JSONResponse:
     """Polled by the submission page once a second until the state is final."""
-    try:
-        sub = queries.get_submission(session, submission_id)
-    except queries.NotFound:
+    sub = _find(session, submission_id)
+    if sub is None:
         return JSONResponse({"error": "not found"}, status_code=404)
-    percent, message = _STATE_PROGRESS.get(sub.state, (0, ""))
+    percent, message = _message(sub)
     return JSONResponse({"state": sub.state, "percent": percent, "message": message,
-                         "final": sub.state in ("done", "failed"), "results": len(sub.results)})
+                         "queue_position": sub.queue_position, "final": sub.state in ("done", "failed"),
+                         "results": len(sub.results)})

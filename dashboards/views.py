@@ -40,7 +40,7 @@ def mount_pages(app: FastAPI) -> None:
 def _top_n(request: Request, settings: Settings) -> int:
     """Top-N of the headline: ``?top=`` when given and valid, else the setting."""
     try:
-        return max(1, int(request.query_params.get("top", "")))
+        return min(100_000, max(1, int(request.query_params.get("top", ""))))  # the setting's own bound
     except ValueError:
         return settings.dashboard_top_n
 

@@ -23,6 +23,7 @@ from service import db
 from service.api import badges, results, submissions
 from service.metrics import Metrics, MetricsMiddleware
 from service.queries import NotFound
+from service.submissions import HubConfig
 from service.validation import InvalidInput
 
 log = logging.getLogger(__name__)
@@ -84,11 +85,14 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool = True,
-               enqueue_submission: EnqueueSubmission | None = None, pages: Mount | None = None) -> FastAPI:
+               enqueue_submission: EnqueueSubmission | None = None, pages: Mount | None = None,
+               hub_config: HubConfig | None = None) -> FastAPI:
     """The service over ``settings.database_url`` (migrated to head unless ``migrate=False``).
 
     ``enqueue_submission`` starts a submission's run; without one, submissions are stored ``queued`` for a runner
-    elsewhere. ``pages`` mounts the dashboard. The service itself imports neither the harness nor the pages."""
+    elsewhere. ``pages`` mounts the dashboard. ``hub_config`` reads a Hub repo's config.json, to check that an
+    uploaded config is the repo's it names; without one that check is skipped and noted on the submission. The
+    service itself imports neither the harness nor the pages."""
     settings = settings or get_settings()
     if migrate:
         db.upgrade(settings.database_url)
@@ -98,6 +102,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
                   "correctly on a PyTorch device, and why the rest fail.", docs_url=None, redoc_url=None)
     app.state.settings = settings  # the app's one settings source, for the API and the pages (service.deps)
     app.state.enqueue_submission = enqueue_submission
+    app.state.hub_config = hub_config
     if enqueue_submission is None:
         log.info("no submission runner attached: submissions are stored queued")
     metrics = Metrics()

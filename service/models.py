@@ -12,6 +12,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     DateTime,
+    Dialect,
     Float,
     ForeignKey,
     Index,
@@ -22,6 +23,23 @@ from sqlalchemy import (
     false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from compat.configjson import from_stored, to_stored
+
+
+class NonFiniteJSON(TypeDecorator):
+    """JSON that keeps NaN/Infinity: stored tagged (``compat.configjson``), because PostgreSQL's json type refuses
+    the bare tokens; read back as floats. The column stays plain JSON, so no migration is needed for it."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else to_stored(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else from_stored(value)
 
 
 class Base(DeclarativeBase):
@@ -63,6 +81,11 @@ class Run(Base):
     result_count: Mapped[int | None] = mapped_column(Integer)
     # Bumped by every write to the run; keys the in-process roll-up cache (service/rollup.py).
     data_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Submission runs: what was measured (migration 0006). A submission never writes the catalog row.
+    submission_id: Mapped[int | None] = mapped_column(Integer)
+    submitted_model_id: Mapped[str | None] = mapped_column(String(96))
+    submitted_revision: Mapped[str | None] = mapped_column(String(128))
+    config_digest: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (Index("ix_runs_device_started", "device", "started"),)
 
@@ -115,7 +138,7 @@ class Result(Base):
     check: Mapped[str] = mapped_column(String(16))
     status: Mapped[str] = mapped_column(String(32))
     rank: Mapped[int | None] = mapped_column(Integer)
-    metrics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    metrics: Mapped[dict[str, Any]] = mapped_column(NonFiniteJSON, default=dict)
     blocking_op: Mapped[str | None] = mapped_column(String(256))
     error_type: Mapped[str | None] = mapped_column(String(256))
     error_message: Mapped[str | None] = mapped_column(Text)
@@ -151,8 +174,10 @@ class Submission(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     model_id: Mapped[str | None] = mapped_column(String(96))
     revision: Mapped[str | None] = mapped_column(String(128))
-    config: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    config: Mapped[dict[str, Any] | None] = mapped_column(NonFiniteJSON)
     architecture: Mapped[str | None] = mapped_column(String(128))
+    config_digest: Mapped[str | None] = mapped_column(String(64))  # sha256 of the canonical config (0006)
+    notes: Mapped[list[str] | None] = mapped_column(JSON)  # what validation noted: ignored auto_map, NaN kept (0006)
     # queued -> running -> done | failed
     state: Mapped[str] = mapped_column(String(16), default="queued")
     run_id: Mapped[str | None] = mapped_column(String(64))

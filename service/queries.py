@@ -333,7 +333,14 @@ def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
     if sub.run_id:
         rows = session.scalars(select(Result).where(Result.run_id == sub.run_id).order_by(Result.id))
         results = [row_to_record(r) for r in rows]
+    position = None
+    if sub.state == "queued":  # one FIFO queue (in-process or the broker's): queued rows ahead of this one, plus it
+        position = 1 + (session.scalar(select(func.count()).select_from(Submission).where(
+            Submission.state == "queued", Submission.id < sub.id)) or 0)
+    model_type = sub.config.get("model_type") if isinstance(sub.config, dict) else None
     return S.SubmissionOut(id=sub.id, state=sub.state, model_id=sub.model_id, revision=sub.revision,
                            architecture=sub.architecture, run_id=sub.run_id, error=sub.error,
                            created=aware(sub.created), updated=aware(sub.updated),
-                           url=f"/api/v1/submissions/{sub.id}", results=results)
+                           url=f"/api/v1/submissions/{sub.id}", results=results,
+                           model_type=model_type if isinstance(model_type, str) else None,
+                           config_digest=sub.config_digest, notes=list(sub.notes or []), queue_position=position)

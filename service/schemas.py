@@ -224,6 +224,10 @@ class SubmissionOut(BaseModel):
     updated: datetime
     url: str
     results: list[ResultRecord] = Field(default_factory=list)
+    model_type: str | None = None  # of the uploaded (or, once fetched, the Hub) config
+    config_digest: str | None = None  # sha256 of the canonical config the run measured
+    notes: list[str] = Field(default_factory=list)  # e.g. "auto_map ignored: ...", "non-finite values kept ..."
+    queue_position: int | None = None  # 1 = next to run; only while queued
 
 
 class ErrorBody(BaseModel):

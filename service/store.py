@@ -138,17 +138,24 @@ class Store:
             }], ["name"])
             existing = s.get(Run, run.id)
             if existing is None:
+                prov = run.provenance
                 s.add(Run(
                     id=run.id, trigger=str(run.trigger), device=dev.name, catalog_source=run.catalog_source,
                     snapshot_id=run.snapshot_id, versions=run.versions, checks=[str(c) for c in run.checks],
                     device_info=dev.model_dump(mode="json"), started=run.started, finished=run.finished,
-                    state="running",
+                    state="running", submission_id=prov.submission_id if prov else None,
+                    submitted_model_id=prov.model_id if prov else None,
+                    submitted_revision=prov.revision if prov else None,
+                    config_digest=prov.config_digest if prov else None,
                 ))
                 s.flush()
-            _upsert(s, Architecture, [{
-                "name": a.name, "model_type": a.model_type, "rank": a.rank, "downloads": a.downloads,
-                "representative": a.representative, "remote_code": a.remote_code,
-            } for a in architectures], ["name"])
+            if run.trigger != Trigger.SUBMISSION:
+                # The catalog row is the sweeps' (rank, downloads, representative from the Hub); a submission's
+                # entry (rank 1, whatever id was sent) lives on its run (run_architectures) and its submission only.
+                _upsert(s, Architecture, [{
+                    "name": a.name, "model_type": a.model_type, "rank": a.rank, "downloads": a.downloads,
+                    "representative": a.representative, "remote_code": a.remote_code,
+                } for a in architectures], ["name"])
             _upsert(s, RunArchitecture, [{
                 "run_id": run.id, "architecture": a.name, "rank": a.rank, "model_type": a.model_type,
                 "representative": a.representative, "remote_code": a.remote_code, "downloads": a.downloads,
@@ -242,10 +249,12 @@ class Store:
             if sub is None:
                 return None
             return {"id": sub.id, "model_id": sub.model_id, "revision": sub.revision, "config": sub.config,
-                    "architecture": sub.architecture, "state": sub.state, "run_id": sub.run_id}
+                    "architecture": sub.architecture, "state": sub.state, "run_id": sub.run_id,
+                    "config_digest": sub.config_digest, "notes": list(sub.notes or [])}
 
     def set_submission_state(self, submission_id: int, state: str, *, run_id: str | None = None,
-                             error: str | None = None, architecture: str | None = None) -> None:
+                             error: str | None = None, architecture: str | None = None,
+                             config_digest: str | None = None, notes: list[str] | None = None) -> None:
         if state not in SUBMISSION_STATES:
             raise ValueError(f"unknown submission state {state!r}")
         with self.session() as s:
@@ -257,6 +266,10 @@ class Store:
                 sub.run_id = run_id
             if architecture is not None:
                 sub.architecture = architecture
+            if config_digest is not None:  # a Hub id's config is known only once the worker fetched it
+                sub.config_digest = config_digest
+            if notes:
+                sub.notes = [*(sub.notes or []), *[n for n in notes if n not in (sub.notes or [])]]
             sub.error = error[:4000] if error else None
 
     def op_traces(self, run_id: str) -> list[OpTrace]:

@@ -1,20 +1,28 @@
 """Creating a submission: the one place the rules for a new submission live (verified token, Hub model id, revision,
-uploaded config.json) and the queued row it becomes, shared by ``POST /api/v1/submissions`` and the submit form."""
+uploaded config.json) and the queued row it becomes, shared by ``POST /api/v1/submissions`` and the submit form.
+
+Order: the token first (nothing is parsed or built for a caller without one), then the id and revision, then the
+config (``service.validation.check_config``: caps, rules, Transformers, meta build), then, when both a Hub id and a
+config are sent, that they name the same model.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from compat.configjson import config_digest
 from compat.settings import Settings
 from service.models import Submission
 from service.validation import InvalidInput, check_config, parse_config, validate_repo_id, validate_revision
 
 TOKEN_MESSAGE = "API token missing or not valid: create one with `compat token create NAME`"
+# (model id, revision or None) -> that repo's config.json; raises when the Hub has none or cannot be reached.
+HubConfig = Callable[[str, str | None], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -42,8 +50,38 @@ def upload_read_size(settings: Settings) -> int:
     return settings.max_upload_bytes + 1
 
 
-def _validated(data: SubmissionInput, settings: Settings) -> tuple[dict[str, Any] | None, str | None]:
-    """(parsed config or None, its architecture or None); raises ``InvalidInput`` naming the first bad field."""
+@dataclass
+class Validated:
+    config: dict[str, Any] | None = None
+    architecture: str | None = None
+    digest: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _agrees_with_hub(cfg: dict[str, Any], model_id: str, revision: str | None, hub_config: HubConfig | None
+                     ) -> list[str]:
+    """Refuse an upload that is not the config of the Hub repo it names (another model_type or class); returns
+    notes. Without a way to read the Hub (an app made without ``hub_config``) the pair is noted as unchecked."""
+    if hub_config is None:
+        return [f"not checked against the Hub: this server cannot read {model_id}'s config.json"]
+    try:
+        hub = hub_config(model_id, revision)
+    except Exception as exc:  # noqa: BLE001 - not found, offline, bad JSON: the id cannot be confirmed
+        raise InvalidInput("model_id", f"cannot read config.json of {model_id}"
+                                       f"{'@' + revision if revision else ''} from the Hub to check it matches the "
+                                       f"upload: {type(exc).__name__}: {str(exc)[:200]}") from None
+    for name in ("model_type", "architectures"):
+        ours, theirs = cfg.get(name), hub.get(name)
+        if name == "architectures":
+            ours, theirs = (v[0] if isinstance(v, list) and v else v for v in (ours, theirs))
+        if theirs is not None and ours != theirs:
+            raise InvalidInput(name, f"the uploaded config has {name} {ours!r} but {model_id} on the Hub has "
+                                     f"{theirs!r}: send the repo's own config, or no model_id")
+    return []
+
+
+def _validated(data: SubmissionInput, settings: Settings, hub_config: HubConfig | None) -> Validated:
+    """The checked input; raises ``InvalidInput`` naming the first bad field."""
     if data.model_id is not None:
         validate_repo_id(data.model_id)
     if data.revision is not None:
@@ -53,33 +91,54 @@ def _validated(data: SubmissionInput, settings: Settings) -> tuple[dict[str, Any
         if len(data.config) > limit:
             raise InvalidInput("config", f"config.json exceeds the upload limit of {limit} bytes")
         cfg = parse_config(data.config, limit)
-        architecture, _ = check_config(cfg, settings.max_submission_params)
-        return cfg, architecture
+        checked = check_config(cfg, settings.max_submission_params, timeout_s=settings.validation_timeout_s)
+        notes = list(checked.notes)
+        if data.model_id is not None:
+            notes += _agrees_with_hub(cfg, data.model_id, data.revision, hub_config)
+        return Validated(cfg, checked.architecture, config_digest(cfg), notes)
     if data.model_id is None:
         raise InvalidInput("model_id", "give a Hub model id or upload a config.json")
-    return None, None
+    return Validated()
 
 
 def create_submission(session: Session, data: SubmissionInput, *, submitter: str | None, settings: Settings,
-                      enqueue: Callable[[int], None] | None = None) -> Submission:
+                      enqueue: Callable[[int], None] | None = None,
+                      hub_config: HubConfig | None = None) -> Submission:
     """Validate ``data``, store it as a queued submission by ``submitter`` (the verified token's name; None when the
     token check failed) and hand its id to ``enqueue``. Raises ``SubmissionRejected`` instead when anything is wrong.
 
-    Blocking (database, and building the model on torch's meta device to count parameters): async callers run it in
-    a thread."""
-    errors: list[InvalidInput] = [] if submitter is not None else [InvalidInput("token", TOKEN_MESSAGE)]
-    cfg = architecture = None
-    try:
-        cfg, architecture = _validated(data, settings)
-    except InvalidInput as exc:
-        errors.append(exc)
-    if errors:
+    The token comes first: without a valid one only the cheap syntax checks run (so the form can still say which
+    field is wrong), never the config's validation. Blocking (database, meta-device build, Hub read): async callers
+    run it in a thread."""
+    if submitter is None:
+        errors: list[InvalidInput] = [InvalidInput("token", TOKEN_MESSAGE)]
+        try:
+            _syntax_only(data, settings)
+        except InvalidInput as exc:
+            errors.append(exc)
         raise SubmissionRejected(errors)
+    try:
+        checked = _validated(data, settings, hub_config)
+    except InvalidInput as exc:
+        raise SubmissionRejected([exc]) from None
     now = datetime.now(UTC)
-    sub = Submission(model_id=data.model_id, revision=data.revision, config=cfg, architecture=architecture,
+    sub = Submission(model_id=data.model_id, revision=data.revision, config=checked.config,
+                     architecture=checked.architecture, config_digest=checked.digest, notes=checked.notes or None,
                      state="queued", token_name=submitter, created=now, updated=now)
     session.add(sub)
     session.commit()
     if enqueue is not None:
         enqueue(sub.id)
     return sub
+
+
+def _syntax_only(data: SubmissionInput, settings: Settings) -> None:
+    """The checks that cost nothing (id, revision, upload size): all an unauthenticated caller gets."""
+    if data.model_id is not None:
+        validate_repo_id(data.model_id)
+    if data.revision is not None:
+        validate_revision(data.revision)
+    if data.config is not None and len(data.config) > settings.max_upload_bytes:
+        raise InvalidInput("config", f"config.json exceeds the upload limit of {settings.max_upload_bytes} bytes")
+    if data.config is None and data.model_id is None:
+        raise InvalidInput("model_id", "give a Hub model id or upload a config.json")

@@ -1,13 +1,23 @@
-"""Validation of submitted input: Hub model ids, revisions, uploaded config.json (size, remote code, params).
+"""Validation of submitted input: Hub model ids, revisions, and an uploaded config.json, cheapest check first.
 
-Parameter counts come from building the model on torch's meta device: no memory is allocated.
+A config goes through the pure cap check (``service.config_limits``), then the remote-code and causal-LM rules
+(``compat.native``), then Transformers' own validation of its config class, and last a build on torch's meta device
+(no memory allocated) under a time limit, which gives the exact parameter count. Each refusal names its field.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
-from typing import Any
+import threading
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FuturesTimeout
+from typing import Any, NamedTuple
+
+from compat.configjson import non_finite_paths
+from compat.native import causal_lm_problem, registry_of, remote_code_verdict
+from service.config_limits import CapExceeded, category, check_caps
 
 MAX_REPO_ID = 96
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -15,18 +25,6 @@ _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
 # Charset-level patterns for the OpenAPI schema; the full rules ('--', '..', edges) are checked below.
 MODEL_ID_PATTERN = r"^([A-Za-z0-9._-]+/)?[A-Za-z0-9._-]+$"
 REVISION_PATTERN = _REVISION.pattern
-
-# Dimension fields: hard caps stop absurd values before anything is built (even on meta, building
-# 10^9 layers would take forever). Values are well above any published model.
-DIMENSION_CAPS: dict[str, int] = {
-    "num_hidden_layers": 1024, "n_layer": 1024, "num_layers": 1024,
-    "hidden_size": 131072, "n_embd": 131072, "d_model": 131072,
-    "intermediate_size": 1_048_576, "n_inner": 1_048_576, "moe_intermediate_size": 1_048_576,
-    "vocab_size": 4_194_304,
-    "num_attention_heads": 4096, "n_head": 4096, "num_key_value_heads": 4096,
-    "num_local_experts": 4096, "num_experts": 4096, "n_routed_experts": 4096,
-    "max_position_embeddings": 16_777_216, "n_positions": 16_777_216,
-}
 
 
 class InvalidInput(ValueError):
@@ -66,6 +64,7 @@ def parse_config(raw: bytes, max_bytes: int) -> dict[str, Any]:
     if len(raw) > max_bytes:
         raise InvalidInput("config", f"config.json is {len(raw)} bytes; the limit is {max_bytes}")
     try:
+        # Python's json reads NaN/Infinity as Transformers writes them; they are kept, not nulled.
         cfg = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise InvalidInput("config", f"config.json is not valid JSON: {e}") from None
@@ -74,78 +73,153 @@ def parse_config(raw: bytes, max_bytes: int) -> dict[str, Any]:
     return cfg
 
 
+class ConfigCheck(NamedTuple):
+    """A config that passed: its class, its exact parameter count, and what the checks noted on the way."""
+
+    architecture: str
+    params: int
+    notes: list[str]
+
+
+_CLASS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def _shape(cfg: dict[str, Any]) -> tuple[str, str]:
+    model_type = cfg.get("model_type")
+    archs = cfg.get("architectures")
+    if not isinstance(model_type, str) or not model_type or len(model_type) > 64:
+        raise InvalidInput("model_type", "config.json must name its model_type")
+    if not (isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs)
+            and _CLASS_NAME.match(archs[0])):
+        raise InvalidInput("architectures", "config.json must list its architectures (class names)")
+    return model_type, archs[0]
+
+
+def _count(cfg: dict[str, Any], cat: str, default: float) -> float:
+    """The largest positive integer among the top-level fields of one cost category."""
+    values = [v for k, v in cfg.items() if isinstance(k, str) and category(k) == cat
+              and isinstance(v, int) and not isinstance(v, bool) and v > 0]
+    return float(max(values)) if values else default
+
+
 def _estimate(cfg: dict[str, Any]) -> float:
-    """Rough decoder-only parameter count from the common dimension names, used to name the culprit field."""
-    def get(*names: str, default: float) -> float:
-        for n in names:
-            v = cfg.get(n)
-            if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
-                return float(v)
-        return default
-    h = get("hidden_size", "n_embd", "d_model", default=1024)
-    layers = get("num_hidden_layers", "n_layer", "num_layers", default=12)
-    inter = get("intermediate_size", "n_inner", "moe_intermediate_size", default=4 * h)
-    vocab = get("vocab_size", default=32000)
-    experts = get("num_local_experts", "num_experts", "n_routed_experts", default=1)
+    """Rough decoder-only parameter count, used to refuse the absurd before building and to name the culprit."""
+    h = _count(cfg, "hidden", 1024)
+    layers = _count(cfg, "layers", 12)
+    inter = _count(cfg, "width", 4 * h)
+    vocab = _count(cfg, "vocab", 32000)
+    experts = _count(cfg, "experts", 1)
     return 2 * vocab * h + layers * (4 * h * h + 3 * h * inter * experts)
 
 
 def _culprit(cfg: dict[str, Any]) -> str:
-    """The dimension field whose reduction to a modest value shrinks the estimate most."""
+    """The top-level count whose reduction to 1 shrinks the estimate most."""
     base = _estimate(cfg)
     best, best_gain = "config", 0.0
-    for name in DIMENSION_CAPS:
-        if isinstance(cfg.get(name), int) and cfg[name] > 1:
+    for name, value in cfg.items():
+        if isinstance(name, str) and category(name) and isinstance(value, int) and not isinstance(value, bool) \
+                and value > 1:
             gain = base - _estimate({**cfg, name: 1})
             if gain > best_gain:
                 best, best_gain = name, gain
     return best
 
 
-def check_config(cfg: dict[str, Any], max_params: int) -> tuple[str, int]:
-    """Validate an uploaded config; returns (architecture class name, parameter count). Never runs remote code."""
-    if "auto_map" in cfg:
-        raise InvalidInput("auto_map", "this architecture requires trust_remote_code, which is never enabled")
-    model_type = cfg.get("model_type")
-    archs = cfg.get("architectures")
-    if not isinstance(model_type, str) or not model_type:
-        raise InvalidInput("model_type", "config.json must name its model_type")
-    if not (isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs)):
-        raise InvalidInput("architectures", "config.json must list its architectures (class names)")
-    for name, cap in DIMENSION_CAPS.items():
-        v = cfg.get(name)
-        if v is None:
-            continue
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise InvalidInput(name, f"{name} must be a non-negative integer")
-        if v > cap:
-            raise InvalidInput(name, f"{name}={v} is above the limit {cap}")
+_FIELD_IN_MESSAGE = re.compile(r"[`'\"]([A-Za-z_][A-Za-z0-9_]*)[`'\"]")
+
+
+def _field_of(exc: Exception, cfg: dict[str, Any]) -> str:
+    """The config field a Transformers error is about: the strict dataclass's field, the RoPE parameters for a
+    RoPE validator, else the first config key the message quotes, else "config"."""
+    text = str(exc)
+    rope = "rope_scaling" if "rope_scaling" in cfg else "rope_parameters"
+    if "validate_rope" in text or "rope_parameters" in text:
+        return rope
+    for name in _FIELD_IN_MESSAGE.findall(text):
+        if name in cfg:
+            return name
+    return "config"
+
+
+def _meta_params(torch: Any, cls: type, config: Any) -> int:
+    with torch.device("meta"):
+        model = cls(config)
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+# One meta build at a time in this process: a slow one holds back the next instead of stacking CPU load.
+_build_lock = threading.Lock()
+
+
+def _timed(fn: Any, timeout_s: float, *args: Any) -> int:
+    """``fn(*args)`` on a daemon thread, waited for at most ``timeout_s`` (queueing behind another build included).
+    A build that overruns finishes in the background (it cannot be interrupted) and is refused here."""
+    result: Future[int] = Future()
+
+    def work() -> None:
+        with _build_lock:
+            if not result.set_running_or_notify_cancel():
+                return
+            try:
+                result.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                result.set_exception(exc)
+
+    threading.Thread(target=work, daemon=True, name="meta-build").start()
+    try:
+        return result.result(timeout=timeout_s)
+    except FuturesTimeout:
+        result.cancel()
+        raise InvalidInput("config", f"building the model on the meta device took longer than {timeout_s:g} s "
+                                     "(COMPAT_VALIDATION_TIMEOUT_S)") from None
+
+
+def check_config(cfg: dict[str, Any], max_params: int, *, timeout_s: float = 10.0) -> ConfigCheck:
+    """Validate an uploaded config, cheapest check first; never runs remote code."""
+    model_type, arch = _shape(cfg)
+    try:
+        check_caps(cfg)
+    except CapExceeded as exc:
+        raise InvalidInput(exc.field, exc.message) from None
+    if _estimate(cfg) > 50 * max_params:  # far over: refuse before importing or building anything
+        field = _culprit(cfg)
+        raise InvalidInput(field, f"the model would exceed {max_params} parameters (field {field})")
     # Only now, for a config that passed the cheap checks: the API process imports torch and transformers when a
     # submitted config is measured on the meta device, not at start.
     import torch
     import transformers
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    if model_type not in CONFIG_MAPPING:
-        raise InvalidInput("model_type", f"unknown model_type {model_type!r} (not in transformers)")
-    cls = getattr(transformers, archs[0], None)
-    if cls is None or not isinstance(cls, type) or not hasattr(cls, "config_class"):
-        raise InvalidInput("architectures", f"unknown architecture {archs[0]!r} (not in transformers)")
-    if _estimate(cfg) > 50 * max_params:  # far over: refuse before building anything
-        field = _culprit(cfg)
-        raise InvalidInput(field, f"the model would exceed {max_params} parameters (field {field})")
-    kwargs = {k: v for k, v in cfg.items() if k not in ("model_type", "transformers_version")}
+    registry = registry_of(transformers)
+    verdict = remote_code_verdict(cfg, registry)
+    if verdict.remote_code:
+        raise InvalidInput(verdict.field or "architectures",
+                           f"{verdict.reason}: it would need trust_remote_code, which is never enabled")
+    problem = causal_lm_problem(cfg, registry)
+    if problem:
+        raise InvalidInput("architectures", problem)
+    # A deep copy: Transformers fills defaults into nested dicts (rope_scaling) in place, and the config stored
+    # and run must be exactly the one sent.
+    kwargs = copy.deepcopy({k: v for k, v in cfg.items() if k not in ("model_type", "transformers_version",
+                                                                         "auto_map")})
     try:
         config = transformers.AutoConfig.for_model(model_type, **kwargs)
-        with torch.device("meta"):
-            model = cls(config)
-        params = sum(p.numel() for p in model.parameters())
+    except Exception as e:  # Transformers' own refusal of a value: name the field it is about
+        raise InvalidInput(_field_of(e, cfg), f"Transformers refuses this config: {type(e).__name__}: "
+                                              f"{' '.join(str(e).split())}"[:500]) from None
+    cls = getattr(transformers, arch)
+    try:
+        params = _timed(_meta_params, timeout_s, torch, cls, config)
     except InvalidInput:
         raise
     except Exception as e:  # any malformed value surfaces here; the submitter gets the reason
-        raise InvalidInput("config", f"config does not build {archs[0]}: {type(e).__name__}: {e}"[:500]) from None
+        raise InvalidInput("config", f"config does not build {arch}: {type(e).__name__}: {e}"[:500]) from None
     if params > max_params:
         field = _culprit(cfg)
         raise InvalidInput(field, f"the model would have {params} parameters, above the limit {max_params} "
                                   f"(largest contributor: {field})")
-    return archs[0], int(params)
+    notes = list(verdict.notes)
+    paths = non_finite_paths(cfg)
+    if paths:
+        notes.append(f"non-finite values kept as sent: {', '.join(paths[:10])}")
+    return ConfigCheck(arch, params, notes)
+

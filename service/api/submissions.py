@@ -42,7 +42,7 @@ async def create_submission(
     # The run starts after the 202 is sent. create_submission blocks (DB, meta-device build): off the event loop.
     sub = await run_in_threadpool(
         rules.create_submission, session, rules.SubmissionInput(model_id=model_id, revision=revision, config=raw),
-        submitter=token, settings=settings,
+        submitter=token, settings=settings, hub_config=request.app.state.hub_config,
         enqueue=None if hook is None else lambda sid: background.add_task(hook, sid, settings.database_url))
     url = f"/api/v1/submissions/{sub.id}"
     body = S.SubmissionCreated(id=sub.id, state=sub.state, url=url)

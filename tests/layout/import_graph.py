@@ -79,8 +79,6 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "the API process imports torch only when a submitted config is measured on the meta device",
     ("service.validation", "check_config", "transformers"):
         "the API process imports transformers only when a submitted config is measured on the meta device",
-    ("service.validation", "check_config", "transformers.models.auto.configuration_auto"):
-        "the API process imports transformers only when a submitted config is measured on the meta device",
 }
 # Packages whose function-local imports are checked (neuron_backend has its own owners and rules).
 LOCAL_IMPORT_PACKAGES = ("compat", "worker", "service", "dashboards")

@@ -104,16 +104,18 @@ def test_submission_by_model_id_and_by_config(client, token) -> None:
     ({"model_id": "a/b", "revision": "../etc"}, None, "revision"),
     ({}, None, "model_id"),
     ({}, {"config": ("config.json", "not json")}, "config"),
-    ({}, {"config": ("config.json", json.dumps({**LLAMA, "auto_map": {"AutoModel": "x.Y"}}))}, "auto_map"),
+    ({}, {"config": ("config.json", json.dumps({**LLAMA, "model_type": "fancy", "architectures": ["FancyLM"],
+                                                 "auto_map": {"AutoModel": "x.Y"}}))}, "model_type"),
     ({}, {"config": ("config.json", json.dumps({**LLAMA, "vocab_size": 10**9}))}, "vocab_size"),
-    ({}, {"config": ("config.json", json.dumps({**LLAMA, "num_hidden_layers": 512, "hidden_size": 65536}))},
+    ({}, {"config": ("config.json", json.dumps({**LLAMA, "num_hidden_layers": 200, "hidden_size": 65536}))},
      "hidden_size"),
+    ({}, {"config": ("config.json", json.dumps({**LLAMA, "num_hidden_layers": 512}))}, "num_hidden_layers"),
 ])
 def test_submission_refusals_name_the_field(client, token, data, files, field) -> None:
     r = client.post("/api/v1/submissions", data=data, files=files, headers={"Authorization": f"Bearer {token}"})
     assert r.status_code == 422, r.text
     assert r.json()["field"] == field
-    if field == "auto_map":
+    if field == "model_type":
         assert "trust_remote_code" in r.json()["error"]
 
 

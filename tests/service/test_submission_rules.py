@@ -47,7 +47,9 @@ def test_missing_token_and_bad_field_are_both_reported(session, sqlite_url: str)
     (SubmissionInput(), "model_id"),
     (SubmissionInput(model_id="a/b", revision="../etc"), "revision"),
     (SubmissionInput(config=b"not json"), "config"),
-    (SubmissionInput(config=json.dumps({**LLAMA, "auto_map": {"AutoModel": "x.Y"}}).encode()), "auto_map"),
+    # Remote code: a model_type the installed Transformers lacks, whatever its auto_map says.
+    (SubmissionInput(config=json.dumps({**LLAMA, "model_type": "fancy", "architectures": ["FancyForCausalLM"],
+                                        "auto_map": {"AutoModel": "x.Y"}}).encode()), "model_type"),
 ])
 def test_each_refusal_names_its_field(session, sqlite_url: str, data: SubmissionInput, field: str) -> None:
     with pytest.raises(SubmissionRejected) as info:

@@ -45,18 +45,17 @@ def test_param_count_is_exact_and_limited() -> None:
     # Llama with tied=False: embed 1000*64 + lm_head 1000*64 + 2 layers of (4*64*64 attn + 3*64*128 mlp + 2*64
     # norms) + final norm 64, counted on the meta device: exact integer arithmetic, no tolerance needed.
     expected = 2 * 1000 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64
-    assert check_config(LLAMA, 10**9) == ("LlamaForCausalLM", expected)
+    assert check_config(LLAMA, 10**9) == ("LlamaForCausalLM", expected, [])
     with pytest.raises(InvalidInput) as e:
         check_config({**LLAMA, "vocab_size": 200_000}, expected)
     assert e.value.field == "vocab_size"
 
 
 @pytest.mark.parametrize(("cfg", "field"), [
-    ({**LLAMA, "auto_map": {}}, "auto_map"),
     ({**LLAMA, "model_type": "no_such_type"}, "model_type"),
     ({**LLAMA, "architectures": ["os.system"]}, "architectures"),
     ({**LLAMA, "num_hidden_layers": 10**9}, "num_hidden_layers"),
-    ({**LLAMA, "hidden_size": -1}, "hidden_size"),
+    ({**LLAMA, "hidden_size": -1}, "hidden_size"),  # Transformers' strict int check is not enough: we refuse it
     ({**LLAMA, "num_attention_heads": 5}, "config"),  # 64 not divisible by 5: transformers refuses it
 ])
 def test_config_refusals(cfg: dict, field: str) -> None:

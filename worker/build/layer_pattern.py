@@ -29,12 +29,22 @@ DEFAULT_LAYERS = 2
 HYBRID_LAYERS = 4
 
 
+# Per-layer lists some config classes keep instead of a depth field (transformers 5.23's NemotronHConfig turns
+# hybrid_override_pattern into layers_block_type and derives num_hidden_layers from its length).
+LAYER_LIST_FIELDS = ("layers_block_type", "layer_types", "block_types", "layers_block_types")
+
+
 def layer_count(d: dict[str, Any]) -> tuple[str, int] | None:
-    """The field naming the depth of this config's stack, and its value."""
+    """The field naming the depth of this config's stack, and its value (a per-layer list's length when the
+    config has no depth field)."""
     for name in LAYER_COUNT_FIELDS:
         value = d.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return name, value
+    for name in LAYER_LIST_FIELDS:
+        value = d.get(name)
+        if isinstance(value, list) and len(value) > 1:
+            return name, len(value)
     return None
 
 
@@ -150,5 +160,6 @@ def cut_layers(d: dict[str, Any], keep: list[int] | None = None) -> dict[str, An
         out["moe_layer_end_index"] = new_n - 1
     if isinstance(out.get("max_window_layers"), int) and out["max_window_layers"] > new_n:
         out["max_window_layers"] = new_n // 2
-    out[count_field] = new_n
+    if count_field in LAYER_COUNT_FIELDS:  # a per-layer list standing for the depth was sliced above
+        out[count_field] = new_n
     return out

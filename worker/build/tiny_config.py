@@ -19,6 +19,7 @@ from compat.results import ArchitectureEntry
 from compat.settings import get_settings
 from worker.build.layer_pattern import cut_layers
 from worker.build.overrides import BASE_OVERRIDES, OVERRIDES, apply_override, lookup
+from worker.build.rope import shrink_rope
 
 HIDDEN = 64
 HEADS = 4
@@ -88,34 +89,45 @@ class ConfigTooLarge(TinyConfigError):
     """The tiny config would exceed ``settings.max_tiny_params``."""
 
 
+class NotBuildable(TinyConfigError):
+    """The entry names nothing the harness may build: remote code, or not a causal-LM class (the input's fault)."""
+
+
+class SourceConfigError(TinyConfigError):
+    """The full-size config itself does not load in the installed Transformers (before any shrinking)."""
+
+
 def model_class(entry: ArchitectureEntry) -> type:
     """The transformers class named by the entry; refuses remote code and anything not a causal LM."""
     if entry.remote_code:
-        raise TinyConfigError(f"{entry.name} needs remote code; it is never built")
+        raise NotBuildable(f"{entry.name} needs remote code; it is never built")
     known = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
     if entry.name not in known:
-        raise TinyConfigError(f"{entry.name} is not a causal-LM class of transformers {transformers.__version__}")
+        raise NotBuildable(f"{entry.name} is not a causal-LM class of transformers {transformers.__version__}")
     cls = getattr(transformers, entry.name, None)
     if cls is None:
-        raise TinyConfigError(f"transformers {transformers.__version__} cannot import {entry.name}")
+        raise NotBuildable(f"transformers {transformers.__version__} cannot import {entry.name}")
     return cls
 
 
 def _base_config(entry: ArchitectureEntry, cls: type) -> dict[str, Any]:
     """The full-size config as a dict: the representative's config.json, else the config class defaults."""
     if entry.model_type not in CONFIG_MAPPING:
-        raise TinyConfigError(f"model_type {entry.model_type!r} is unknown to transformers {transformers.__version__}")
+        raise NotBuildable(f"model_type {entry.model_type!r} is unknown to transformers {transformers.__version__}")
     config_cls = CONFIG_MAPPING[entry.model_type]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             if entry.config:
-                raw = {k: v for k, v in entry.config.items() if k not in ("auto_map", "quantization_config")}
+                # A copy: config classes fill defaults into nested dicts (rope_scaling) in place.
+                raw = copy.deepcopy({k: v for k, v in entry.config.items()
+                                     if k not in ("auto_map", "quantization_config")})
                 config = config_cls.from_dict(raw)
             else:
                 config = config_cls(**(lookup(BASE_OVERRIDES, entry.model_type, entry.name) or {}))
         except Exception as exc:  # noqa: BLE001 - any config class error is a reason, not a crash
-            raise TinyConfigError(f"cannot build {config_cls.__name__}: {type(exc).__name__}: {exc}") from exc
+            raise SourceConfigError(f"the model's own config does not load as {config_cls.__name__}: "
+                                    f"{type(exc).__name__}: {exc}") from exc
     wanted = getattr(cls, "config_class", None)
     if wanted is not None and not isinstance(config, wanted):
         # Composite config (e.g. Llama4Config) for a text-only class: use the text sub-config.
@@ -133,9 +145,8 @@ def _is_int(v: Any) -> bool:
 
 def _shrink_field(name: str, value: Any, d: dict[str, Any]) -> Any:
     """The tiny value of one field (``value`` is the original), or ``value`` when no rule applies."""
-    if isinstance(value, list) and value and all(_is_int(v) for v in value) and name in (
-            INTERMEDIATE_FIELDS | HEAD_FIELDS | KV_HEAD_FIELDS | EXPERT_INTERMEDIATE_FIELDS):
-        return [_shrink_field(name, v, d) for v in value]  # per-layer sizes
+    if isinstance(value, list) and value and all(_is_int(v) for v in value):
+        return shrink_size_list(name, value, d)  # per-layer / per-head / per-expert sizes (or not sizes at all)
     if isinstance(value, float) and ("dropout" in name or "pdrop" in name or name.endswith("layerdrop")
                                      or name in ZERO_FIELDS):
         return 0.0
@@ -145,6 +156,30 @@ def _shrink_field(name: str, value: Any, d: dict[str, Any]) -> Any:
         return value
     target = _target(name, value, d)
     return value if target is None else min(value, target)
+
+
+def shrink_size_list(name: str, values: list[int], d: dict[str, Any]) -> list[int]:
+    """A list of sizes named like a size field (``intermediate_size: [..]`` per layer, Laguna's
+    ``num_attention_heads_per_layer``, ERNIE's ``moe_num_experts: [64, 64]``), shrunk in proportion: the smallest
+    positive entry gets the field's tiny size and the others keep their ratio to it, so layers that differ still
+    differ. Lists of other things (token ids, layer indices, sections) have no size rule and stay as they are."""
+    positive = [v for v in values if v > 0]
+    rule_name = name if _target(name, 2, d) is not None else _size_rule_name(name)
+    if not positive or rule_name is None:
+        return values
+    low = min(positive)
+    tiny_low = _shrink_field(rule_name, low, d)
+    if not _is_int(tiny_low) or tiny_low == low:
+        return values
+    return [v if v <= 0 else min(v, max(1, round(v * tiny_low / low))) for v in values]
+
+
+def _size_rule_name(name: str) -> str | None:
+    """The scalar size field a list's name stands for (``num_attention_heads_per_layer`` -> heads), if any."""
+    for suffix in ("_per_layer", "_per_expert", "_per_head", "_list", "s_list"):
+        if name.endswith(suffix) and _target(name[: -len(suffix)], 2, {}) is not None:
+            return name[: -len(suffix)]
+    return None
 
 
 def _target(name: str, value: int, d: dict[str, Any]) -> int | None:
@@ -275,10 +310,21 @@ def _fix_relations(d: dict[str, Any], orig: dict[str, Any]) -> None:
     for name in ("n_groups", "mamba_n_groups", "mamba_ngroups"):
         if _is_int(d.get(name)):
             d[name] = 1
+    _heads_divisible(d)
     if _is_int(d.get("num_experts_per_tok")) and _is_int(d.get("topk_group")) and _is_int(d.get("n_group")):
         per_group = max(1, EXPERTS // d["n_group"])
         d["num_experts_per_tok"] = min(d["num_experts_per_tok"], d["topk_group"] * per_group)
 
+
+
+def _heads_divisible(d: dict[str, Any]) -> None:
+    """Grouped-query attention needs heads % kv_heads == 0 per layer: round per-layer head counts up to it."""
+    kv = d.get("num_key_value_heads")
+    for name in ("num_attention_heads_per_layer",):
+        heads = d.get(name)
+        if isinstance(heads, list) and all(_is_int(h) for h in heads):
+            kvs = kv if isinstance(kv, list) and len(kv) == len(heads) else [kv] * len(heads)
+            d[name] = [-(-h // k) * k if _is_int(k) and k > 0 and h > 0 else h for h, k in zip(heads, kvs, strict=True)]
 
 
 def shrink_dict(d: dict[str, Any], keep: list[int] | None = None, parent_vocab: tuple[int, int] | None = None,
@@ -309,6 +355,7 @@ def shrink_dict(d: dict[str, Any], keep: list[int] | None = None, parent_vocab: 
             out[name] = _shrink_field(name, value, d)
     out = cut_layers(out, keep)
     _fix_relations(out, orig)
+    shrink_rope(out, orig)
     if own_vocab is not None:
         _remap_token_ids(out, own_vocab[1], own_vocab[0], ranks)
     if "dtype" in out:

@@ -16,8 +16,8 @@ from urllib.parse import quote
 import transformers
 from huggingface_hub import HfApi, constants
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-from transformers import CONFIG_MAPPING
 
+from compat.native import CodeVerdict, registry_of, remote_code_verdict
 from compat.results import ArchitectureEntry
 from worker.catalog.catalog import Catalog, CatalogError, Progress
 
@@ -115,15 +115,15 @@ def list_text_generation(limit: int, *, endpoint: str) -> list[tuple[str, int]]:
     return [(m.id, int(m.downloads or 0)) for m in models]
 
 
-def needs_remote_code(config: dict[str, Any]) -> bool:
-    """Transformers' own rule: remote code is needed when there is no native class for the config.
+def code_verdict(config: dict[str, Any]) -> CodeVerdict:
+    """``compat.native``'s remote-code rule against the installed Transformers."""
+    return remote_code_verdict(config, registry_of(transformers))
 
-    The architecture class unknown to the installed transformers, or an ``auto_map`` whose model_type has no
-    native config class. (A repo with an ``auto_map`` but a native model_type loads natively without it.)
-    """
-    if not hasattr(transformers, config["architectures"][0]):
-        return True
-    return bool(config.get("auto_map")) and config["model_type"] not in CONFIG_MAPPING
+
+def needs_remote_code(config: dict[str, Any]) -> bool:
+    """Remote code is needed when the installed Transformers has no native class for the architecture or no
+    native config class for the model_type (``compat.native.remote_code_verdict``); an auto_map alone never is."""
+    return code_verdict(config).remote_code
 
 
 def rank_architectures(models: list[tuple[str, int, dict[str, Any]]]) -> list[ArchitectureEntry]:
@@ -143,9 +143,11 @@ def rank_architectures(models: list[tuple[str, int, dict[str, Any]]]) -> list[Ar
     entries = []
     for rank, (name, group) in enumerate(ordered, start=1):
         model_id, _, config = group["best"]
+        verdict = code_verdict(config)
         entries.append(ArchitectureEntry(
             name=name, model_type=config["model_type"], rank=rank, downloads=group["downloads"],
-            representative=model_id, remote_code=needs_remote_code(config), config=config,
+            representative=model_id, remote_code=verdict.remote_code, config=config,
+            notes=[f"remote code: {verdict.reason}"] if verdict.remote_code else list(verdict.notes),
         ))
     return entries
 

@@ -11,6 +11,7 @@ from celery import Celery
 from celery.schedules import crontab
 
 from compat.settings import Settings, get_settings
+from worker.run.pool import WORKER_IDLE_FLOOR_MB
 
 # Task names are part of the wire protocol between submitters and workers: keep them stable.
 RUN_ARCHITECTURE_TASK = "compat.run_architecture"
@@ -32,6 +33,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     """The Celery configuration for ``settings``; a pure function so tests can assert each knob."""
     if not settings.broker_url:
         raise ConfigError("COMPAT_BROKER_URL is empty: distributed mode needs a broker (e.g. redis://redis:6379/0)")
+    if settings.worker_max_memory_mb <= WORKER_IDLE_FLOOR_MB:
+        # Celery recycles a pool process above this RSS after each task: below a warm worker's idle size, every
+        # architecture would pay a fresh torch import.
+        raise ConfigError(f"worker_max_memory_mb ({settings.worker_max_memory_mb}) must exceed a warm worker's idle "
+                          f"size (~{WORKER_IDLE_FLOOR_MB} MB)")
     soft, hard = time_limits(settings)
     if settings.visibility_timeout_s <= hard:
         # Redis re-queues an unacked message after the visibility timeout. If that came before the hard limit,

@@ -26,6 +26,7 @@ from worker.orchestration.tables import blockers_table, coverage_table, results_
 from worker.orchestration.validate import architecture_error
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
+from worker.run.pool import MemoryLimitTooLow, check_memory_limit
 from worker.run.repro import repro_script
 
 
@@ -54,6 +55,11 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
     """``compat sweep``: run the sweep (here or on the cluster), print the coverage table; the exit code of the
     regression gate when ``baseline`` is given, else 0."""
     dev = _device(device)
+    if not broker and jobs > 0:
+        try:
+            check_memory_limit(get_settings().arch_memory_mb)
+        except MemoryLimitTooLow as exc:
+            raise fail(str(exc)) from None
     try:
         catalog = _load_catalog(source, None if arch else limit)
     except CatalogError as exc:

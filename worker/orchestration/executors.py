@@ -86,8 +86,9 @@ def _failed(entry: ArchitectureEntry, device: str, checks: list[Check], status: 
 
 def complete_records(entry: ArchitectureEntry, device: str, checks: list[Check],
                      records: list[ResultRecord]) -> list[ResultRecord]:
-    """The runner's records for this pair, with a soft-time-limit error turned into ``timeout`` and an ``error``
-    record for any planned check it forgot (so the run can still be complete and the gap is visible)."""
+    """The runner's records for this pair, with a soft-time-limit error turned into ``timeout`` and a
+    record for any planned check it forgot (so the run can still be complete and the gap is visible): ``harness_error``,
+    since the runner promises a record per check and a missing one is the harness's bug, not the device's."""
     out = []
     for rec in records:
         if rec.error is not None and rec.error.type == "SoftTimeLimitExceeded":
@@ -96,7 +97,7 @@ def complete_records(entry: ArchitectureEntry, device: str, checks: list[Check],
     seen = {str(r.check) for r in out if r.architecture == entry.name and r.device == device}
     missing = [c for c in checks if str(c) not in seen]
     if missing:
-        out += _failed(entry, device, missing, Status.ERROR, "runner returned no result for this check",
+        out += _failed(entry, device, missing, Status.HARNESS_ERROR, "runner returned no result for this check",
                        "MissingResult")
     return out
 
@@ -133,7 +134,7 @@ def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, che
                     records = _failed(entry, device, checks, Status.TIMEOUT, "soft time limit exceeded",
                                       "SoftTimeLimitExceeded", took)
                 else:
-                    records = _failed(entry, device, checks, Status.ERROR, f"runner raised: {exc}"[:500],
+                    records = _failed(entry, device, checks, Status.HARNESS_ERROR, f"runner raised: {exc}"[:500],
                                       type(exc).__name__, took)
             rest = capture.take()  # what no record took: a stand-in runner's output, a traceback
     finally:

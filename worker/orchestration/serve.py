@@ -13,14 +13,16 @@ from compat.settings import Settings, get_settings
 from dashboards.views import mount_pages
 from service import app as service_app
 from service.commands import db_upgrade
-from worker.orchestration.submissions import enqueue_submission
+from worker.orchestration.submissions import enqueue_submission, hub_config
 
 FACTORY = "worker.orchestration.serve:create_app"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """The API and the pages over ``settings``' database; a submission runs through ``enqueue_submission``."""
-    return service_app.create_app(settings, enqueue_submission=enqueue_submission, pages=mount_pages)
+    """The API and the pages over ``settings``' database; a submission runs through ``enqueue_submission``, and an
+    uploaded config sent with a Hub id is checked against that repo's config.json (``hub_config``)."""
+    return service_app.create_app(settings, enqueue_submission=enqueue_submission, pages=mount_pages,
+                                  hub_config=hub_config)
 
 
 def serve(host: str | None = None, port: int | None = None) -> None:

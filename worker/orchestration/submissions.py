@@ -1,55 +1,111 @@
 """Running a user's submission (a Hub model id or an uploaded config.json) as a one-architecture sweep.
 
 ``enqueue_submission`` is what ``serve.create_app`` hands the service's app factory: with a broker configured it
-sends a Celery task to the cluster, without one it runs the submission on a background thread of this process.
+sends a Celery task (the broker's queue bounds the runs), without one it puts the id on this process's one bounded
+queue, which ``COMPAT_SUBMISSION_WORKERS`` threads (default 1) drain, one submission each at a time.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import queue
 import threading
 from typing import Any
 
-from huggingface_hub import hf_hub_download
-
-from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Trigger
+from compat.configjson import config_digest
+from compat.results import (
+    DEFAULT_CHECKS,
+    FAILURE_STATUSES,
+    ArchitectureEntry,
+    Provenance,
+    ResultRecord,
+    Status,
+    Trigger,
+)
 from compat.settings import get_settings
 from service.store import Store
+from worker.catalog.hub import code_verdict, fetch_config, resolve_endpoint
 from worker.orchestration.celery_app import SUBMISSION_TASK, client_app
 
 log = logging.getLogger(__name__)
+HUB_TIMEOUT_S = 10.0  # reading one config.json; the submitter is waiting on it when the id is checked at submit
+
+
+class SubmissionQueue:
+    """The in-process queue of submission runs: FIFO, at most ``workers`` running at once (threads started on
+    first use). Queue positions shown to submitters come from the store (queued rows, oldest first)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[int, str]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def put(self, submission_id: int, database_url: str, workers: int) -> None:
+        with self._lock:
+            self._threads = [t for t in self._threads if t.is_alive()]
+            while len(self._threads) < workers:
+                t = threading.Thread(target=self._drain, daemon=True, name=f"submissions-{len(self._threads)}")
+                t.start()
+                self._threads.append(t)
+        self._queue.put((submission_id, database_url))
+
+    def _drain(self) -> None:
+        while True:
+            submission_id, database_url = self._queue.get()
+            try:
+                run_submission(submission_id, database_url)
+            except Exception:  # noqa: BLE001 - run_submission records its own failures; keep serving the queue
+                log.exception("submission %s: runner raised", submission_id)
+            finally:
+                self._queue.task_done()
+
+    def join(self) -> None:
+        """Wait until every queued submission has run (tests)."""
+        self._queue.join()
+
+
+LOCAL_QUEUE = SubmissionQueue()
 
 
 def enqueue_submission(submission_id: int, database_url: str) -> None:
-    """Start the submission's run in the background (returns at once): on the Celery cluster when a broker is
-    configured, else on a thread of this process."""
-    if get_settings().broker_url:
+    """Queue the submission's run (returns at once): on the Celery cluster when a broker is configured, else on
+    this process's bounded queue."""
+    settings = get_settings()
+    if settings.broker_url:
         # The worker writes to its own COMPAT_DATABASE_URL (the same database in a deployment): no credentials
         # travel through the broker.
         client_app().send_task(SUBMISSION_TASK, kwargs={"submission_id": submission_id})
         return
-    threading.Thread(target=run_submission, args=(submission_id, database_url), daemon=True,
-                     name=f"submission-{submission_id}").start()
+    LOCAL_QUEUE.put(submission_id, database_url, settings.submission_workers)
 
 
-def _hub_config(model_id: str, revision: str | None) -> dict[str, Any]:
-    """config.json of a Hub model (JSON only: no code, no weights)."""
-    path = hf_hub_download(model_id, "config.json", revision=revision)
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def hub_config(model_id: str, revision: str | None) -> dict[str, Any]:
+    """config.json of a Hub repo (JSON only: no code, no weights), capped and validated like the catalog's."""
+    return fetch_config(model_id, endpoint=resolve_endpoint(), revision=revision or "main", timeout=HUB_TIMEOUT_S)
 
 
 def submission_entry(sub: dict[str, Any]) -> ArchitectureEntry:
-    """The catalog entry a submission becomes; its config is shrunk by the sweep like any other."""
-    cfg = sub["config"] if sub["config"] is not None else _hub_config(sub["model_id"], sub["revision"])
-    if "auto_map" in cfg:
-        raise ValueError("this architecture requires trust_remote_code, which is never enabled")
+    """The entry a submission becomes, under the one remote-code rule (an auto_map on native classes is ignored
+    and noted; remote code becomes a skipped entry that says why); its config is shrunk like any other."""
+    cfg = sub["config"] if sub["config"] is not None else hub_config(sub["model_id"], sub["revision"])
     archs = cfg.get("architectures") or []
     if not archs or not isinstance(cfg.get("model_type"), str):
         raise ValueError("config.json must name its model_type and architectures")
-    return ArchitectureEntry(name=archs[0], model_type=cfg["model_type"], rank=1,
-                             representative=sub["model_id"], config=cfg)
+    verdict = code_verdict(cfg)
+    notes = [f"remote code: {verdict.reason}"] if verdict.remote_code else list(verdict.notes)
+    return ArchitectureEntry(name=archs[0], model_type=cfg["model_type"], rank=1, representative=sub["model_id"],
+                             config=cfg, remote_code=verdict.remote_code, notes=notes)
+
+
+def no_verdict_reason(records: list[ResultRecord]) -> str | None:
+    """Why a run judged nothing on the device (every check reference_fail, harness_error or skipped), else None."""
+    if any(r.status == Status.PASS or r.status in FAILURE_STATUSES for r in records):
+        return None
+    if not records:
+        return "no device verdict: the run recorded no result"
+    first = records[0]
+    return f"no device verdict: every check ended {', '.join(sorted({str(r.status) for r in records}))}" + \
+        (f" ({first.reason})" if first.reason else "")
 
 
 def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
@@ -65,12 +121,21 @@ def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
         return sub["state"] if sub else "missing"
     try:
         entry = submission_entry(sub)
-        store.set_submission_state(submission_id, "running", architecture=entry.name)
+        digest = sub["config_digest"] or config_digest(entry.config)
+        store.set_submission_state(submission_id, "running", architecture=entry.name, config_digest=digest,
+                                   notes=entry.notes)
         settings = get_settings()
+        provenance = Provenance(submission_id=submission_id, model_id=sub["model_id"], revision=sub["revision"],
+                                config_digest=digest)
         # jobs=1: the architecture still runs in an isolated, time- and memory-limited process. A Celery task
         # passes jobs=0: its pool process is that isolation already (and may not fork children of its own).
         report = run_sweep([entry], resolve_device(settings.device), list(DEFAULT_CHECKS), jobs=jobs,
-                           trigger=Trigger.SUBMISSION, store=store, catalog_source="submission")
+                           trigger=Trigger.SUBMISSION, store=store, catalog_source="submission",
+                           provenance=provenance)
+        failed = no_verdict_reason(report.results)
+        if failed:
+            store.set_submission_state(submission_id, "failed", run_id=report.run.id, error=failed)
+            return "failed"
         store.set_submission_state(submission_id, "done", run_id=report.run.id)
         return "done"
     except Exception as e:  # the submitter sees why in GET /submissions/{id}

@@ -19,6 +19,7 @@ from compat.results import (
     ArchitectureEntry,
     Check,
     OpTrace,
+    Provenance,
     Report,
     ResultRecord,
     RunInfo,
@@ -31,7 +32,7 @@ from worker.orchestration.executors import ProgressFn, RunOutcome, SweepPlan, fi
 from worker.run.capture import attach_log
 from worker.run.checks import RUN_ORDER
 from worker.run.devices import Device, device_versions
-from worker.run.pool import Outcome, Pool, Task
+from worker.run.pool import Outcome, Pool, Task, check_memory_limit
 from worker.run.runner import ARCH_THREADS, repro_command, run_architecture
 
 # Pool outcome kind -> the status of the check that was running when the worker was stopped.
@@ -54,15 +55,17 @@ def abort_records(entry: ArchitectureEntry, device: str, checks: list[Check], ha
                   phase: str | None, outcome: Outcome) -> list[ResultRecord]:
     """Records for the checks a stopped worker never reported (pure).
 
-    The check that was running gets crash/timeout/oom; later ones are skipped. A worker stopped while building
-    or running the CPU reference is the harness's problem, so those become reference_fail, never the device's.
+    The check that was running gets crash/timeout/oom; later ones are skipped. A worker stopped before any check
+    ran is never the device's problem: while running the CPU reference it is ``reference_fail`` (the reference
+    genuinely failed), before that (start-up, building the tiny model) ``harness_error``.
     The worker's output that no record carried yet (its last words) goes with them.
     """
     missing = [c for c in checks if c not in have]
     why = outcome.error.splitlines()[-1] if outcome.error else outcome.kind
     running = phase if phase not in REFERENCE_PHASES else None
     if running is None:
-        out = failure_records(entry, device, missing, Status.REFERENCE_FAIL,
+        status = Status.REFERENCE_FAIL if phase == "reference" else Status.HARNESS_ERROR
+        out = failure_records(entry, device, missing, status,
                               f"worker {outcome.kind} during {phase or 'start'}: {why}", peak_mem_mb=outcome.peak_rss_mb)
     else:
         out = []
@@ -127,14 +130,18 @@ def run_sweep(
     seed: int | None = None,
     time_limit_s: float | None = None,
     memory_limit_mb: int | None = None,
+    provenance: Provenance | None = None,
 ) -> Report:
-    """Run every entry on ``device``; ``jobs=0`` runs in this process (no isolation; for debugging)."""
+    """Run every entry on ``device``; ``jobs=0`` runs in this process (no isolation; for debugging).
+    ``provenance`` (submission runs) says which submitted id, revision and config the run measured."""
     settings = get_settings()
     entries = list(entries)
+    if jobs > 0 and any(not e.remote_code for e in entries):
+        check_memory_limit(memory_limit_mb or settings.arch_memory_mb)  # before the run exists: refused, not failed
     order = [c for c in RUN_ORDER if c in {Check(c) for c in checks}]
     seed = settings.seed if seed is None else seed
     run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
-                  catalog_source=catalog_source, snapshot_id=snapshot_id, checks=order)
+                  catalog_source=catalog_source, snapshot_id=snapshot_id, checks=order, provenance=provenance)
     report = Report(run=run, architectures=entries)
     run_id = None
     if store is not None:

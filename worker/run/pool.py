@@ -29,8 +29,30 @@ POLL_S = 0.05  # RSS/time watch period: an allocation spike between polls is cau
 MAX_START_FAILURES = 3  # consecutive workers dying before "ready" -> the pool gives up (broken warm-up)
 
 
+# A warm worker (torch 2.13 CPU, transformers 5.23 and neuron_backend imported, Python 3.11, Linux x86_64) holds
+# 356 MB RSS before its first task (measured here with psutil after warm_worker(1, "neuron")). A memory limit at or
+# below that kills every worker the moment it takes a task: a configuration error, not a result.
+WORKER_IDLE_FLOOR_MB = 400
+
+
 class PoolError(RuntimeError):
     """The pool cannot start workers at all."""
+
+
+class MemoryLimitTooLow(PoolError, ValueError):
+    """The per-architecture memory limit is below what an idle worker already uses (a configuration error)."""
+
+
+def check_memory_limit(limit_mb: float, *, idle_mb: float | None = None, setting: str = "COMPAT_ARCH_MEMORY_MB"
+                       ) -> None:
+    """Refuse a memory limit no worker can stay under: at or below ``idle_mb`` (a started worker's measured RSS)
+    when given, else at or below the documented floor of a harness worker (torch and transformers imported)."""
+    floor = idle_mb if idle_mb is not None else WORKER_IDLE_FLOOR_MB
+    if limit_mb <= floor:
+        measured = f"a warm worker uses {idle_mb:.0f} MB before its first task" if idle_mb else \
+            f"a warm worker uses about {WORKER_IDLE_FLOOR_MB} MB before its first task"
+        raise MemoryLimitTooLow(f"memory limit {limit_mb:g} MB ({setting}) is too low: {measured}; "
+                                f"set it above {floor:.0f} MB (default 6144)")
 
 
 @dataclass
@@ -272,6 +294,12 @@ class Pool:
         if msg[0] == "ready":
             slot.ready = True
             self._start_failures = 0
+            try:
+                idle = psutil.Process(slot.proc.pid).memory_info().rss / 2**20
+            except psutil.Error:
+                return None
+            # Measured, not assumed: a limit a warm worker already exceeds would turn every task into "memory".
+            check_memory_limit(self.memory_limit_mb, idle_mb=idle)
             return None
         if msg[0] == "event" and slot.task is not None and msg[1] == slot.task_id:
             slot.events.append((msg[2], msg[3]))

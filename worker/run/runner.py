@@ -16,7 +16,7 @@ from typing import Any
 
 from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status, failure_records
 from worker.build.build import build_checkpoint
-from worker.build.tiny_config import ConfigTooLarge
+from worker.build.tiny_config import ConfigTooLarge, NotBuildable, SourceConfigError
 from worker.judge.known_issues import annotate, load_known_issues
 from worker.run.capture import take_log
 from worker.run.checks import RUN_ORDER, CheckContext, run_check
@@ -39,17 +39,26 @@ def _ordered(checks: Iterable[Check | str]) -> list[Check]:
 
 
 def _build_failure(exc: Exception) -> tuple[Status, str]:
-    """Harness-side build problems are never blamed on the device: too large -> skipped, else reference_fail."""
-    if isinstance(exc, ConfigTooLarge):
-        return Status.SKIPPED, f"refused before allocation: {exc}"
+    """Who is to blame when the tiny model cannot be built; never the device.
+
+    - the entry names nothing buildable (remote code, not a causal LM) or its own config does not load in
+      Transformers: the input's limit, ``skipped`` with the reason;
+    - an optional package Transformers needs for the class is missing: the CPU reference cannot run it in this
+      environment either, ``reference_fail`` (it is no bug of ours, and no device could be judged against it);
+    - anything else (the shrinker's config refused, too large, init failing): ``harness_error``, our bug.
+    """
     # One line: Transformers' ImportError texts span several lines with pip hints; the stored reason is a summary.
     message = " ".join(str(exc).split())
-    cause = exc
+    if isinstance(exc, NotBuildable | SourceConfigError):
+        return Status.SKIPPED, f"not built: {message}"
+    cause: BaseException | None = exc
     while cause is not None and not isinstance(cause, ImportError):
         cause = cause.__cause__
-    if cause is not None:  # an optional package Transformers needs for this class is not installed: not the harness
+    if cause is not None:
         return Status.REFERENCE_FAIL, f"tiny model build failed: missing optional dependency: {message}"
-    return Status.REFERENCE_FAIL, f"tiny model build failed: {type(exc).__name__}: {message}"
+    if isinstance(exc, ConfigTooLarge):
+        return Status.HARNESS_ERROR, f"refused before allocation: {message}"
+    return Status.HARNESS_ERROR, f"tiny model build failed (harness): {type(exc).__name__}: {message}"
 
 
 def _safe_dirname(name: str) -> str:
@@ -114,7 +123,8 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
 
     try:
         if entry.remote_code:
-            finish(failure_records(entry, dev_name, order, Status.SKIPPED, "remote code: needs trust_remote_code"))
+            why = next((n for n in entry.notes if n.startswith("remote code")), "remote code: needs trust_remote_code")
+            finish(failure_records(entry, dev_name, order, Status.SKIPPED, why))
             return done
         phase("build")
         try:
@@ -142,6 +152,8 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             if rec.status != Status.PASS:
                 rec.repro = repro_command(entry.name, dev_name, check)
             rec.metrics.setdefault("n_params", built.n_params)
+            if entry.notes and check == order[0]:
+                rec.metrics.setdefault("config_notes", list(entry.notes))  # e.g. "auto_map ignored: ..."
             finish([rec])
         if emit is not None:  # the trace grows with generate/train reference runs: send the final one
             emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
@@ -152,7 +164,7 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
         have = {r.check for r in done}
         err = ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000],
                         traceback="".join(traceback.format_exception(exc))[-4000:])
-        finish(failure_records(entry, dev_name, [c for c in order if c not in have], Status.ERROR,
+        finish(failure_records(entry, dev_name, [c for c in order if c not in have], Status.HARNESS_ERROR,
                                "harness error while running the architecture", error=err))
         return done
     finally:

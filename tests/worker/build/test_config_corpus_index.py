@@ -22,6 +22,7 @@ PROVENANCE = {
     "abridged_by_source",
     "edited_by_source",
     "reconstructed_from_python_dict",
+    "embedded_by_source",
 }
 
 

@@ -54,7 +54,7 @@ def test_run_pair_keeps_the_traceback_of_a_runner_that_raised(tmp_path: Path) ->
     run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "neuron", [Check.LOAD],
              seed=0, workdir=tmp_path, runner=runner)
     [rec] = store.results
-    assert rec.status == Status.ERROR and "ValueError: hook bug" in (rec.log or "")
+    assert rec.status == Status.HARNESS_ERROR and "ValueError: hook bug" in (rec.log or "")
 
 
 def test_run_pair_writes_each_record_once_with_the_part_of_the_log_it_took(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_run_pair_records_a_check_the_runner_forgot(tmp_path: Path) -> None:
     run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "cpu",
              [Check.LOAD, Check.FORWARD], seed=0, workdir=tmp_path, runner=runner)
     forgot = store.results[1]
-    assert (forgot.check, forgot.status, forgot.error.type) == (Check.FORWARD, Status.ERROR, "MissingResult")
+    assert (forgot.check, forgot.status, forgot.error.type) == (Check.FORWARD, Status.HARNESS_ERROR, "MissingResult")
     assert run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "cpu",
                     [Check.LOAD], seed=0, workdir=tmp_path, runner=runner) == "skipped"
     assert store.writes == 1

@@ -57,7 +57,9 @@ def test_submitted_config_becomes_a_one_architecture_run(sqlite_url: str) -> Non
 
 
 @pytest.mark.parametrize(("config", "reason"), [
-    ({**TINY_LLAMA, "auto_map": {"AutoModelForCausalLM": "m.X"}}, "trust_remote_code"),
+    # Remote code (a model_type Transformers lacks): every check skipped, so no device verdict, so failed.
+    ({**TINY_LLAMA, "model_type": "fancy", "architectures": ["FancyForCausalLM"],
+      "auto_map": {"AutoModelForCausalLM": "m.X"}}, "remote code: model_type 'fancy' is not native"),
     ({"model_type": "llama"}, "architectures"),
 ])
 def test_bad_submission_fails_with_reason(sqlite_url: str, config: dict, reason: str) -> None:
