@@ -23,10 +23,34 @@ class ConfigError(ValueError):
     """The settings would make the cluster unreliable (e.g. redelivery before the hard time limit)."""
 
 
+# The nightly task's own limits, a hang guard only. It plans (reads the catalog, resolves the device: imports torch,
+# seconds to minutes on a busy machine) and publishes one task per architecture; it never runs a model, so the
+# per-architecture limit says nothing about it. Under that limit a loaded worker killed the planner while it
+# imported torch._dynamo (issue 12).
+NIGHTLY_SOFT_TIME_LIMIT_S = 1800.0
+NIGHTLY_TIME_LIMIT_S = NIGHTLY_SOFT_TIME_LIMIT_S + 60.0
+
+
 def time_limits(settings: Settings) -> tuple[float, float]:
     """(soft, hard) seconds for one architecture task."""
     soft = settings.arch_timeout_s
     return soft, soft + settings.task_hard_grace_s
+
+
+def task_annotations(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Per-task limits. There is deliberately no app-wide time limit: Celery would apply it to every task without
+    its own (the nightly planner included), and a task cannot opt out of it."""
+    soft, hard = time_limits(settings)
+    per_architecture = {"soft_time_limit": soft, "time_limit": hard}
+    return {
+        RUN_ARCHITECTURE_TASK: per_architecture,
+        # A submission runs one architecture in its pool process: the same limits.
+        SUBMISSION_TASK: per_architecture,
+        # Acked on receipt: its limit may exceed the visibility timeout, and a redelivered nightly would plan and
+        # submit a second run. A worker lost mid-plan loses that night's run; the next night's runs as usual.
+        NIGHTLY_TASK: {"soft_time_limit": NIGHTLY_SOFT_TIME_LIMIT_S, "time_limit": NIGHTLY_TIME_LIMIT_S,
+                       "acks_late": False},
+    }
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -38,7 +62,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # architecture would pay a fresh torch import.
         raise ConfigError(f"worker_max_memory_mb ({settings.worker_max_memory_mb}) must exceed a warm worker's idle "
                           f"size (~{WORKER_IDLE_FLOOR_MB} MB)")
-    soft, hard = time_limits(settings)
+    hard = time_limits(settings)[1]
     if settings.visibility_timeout_s <= hard:
         # Redis re-queues an unacked message after the visibility timeout. If that came before the hard limit,
         # a still-running (slow but healthy) architecture would be handed to a second worker and run twice.
@@ -70,8 +94,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_prefetch_multiplier": 1,
         # Soft limit raises inside the task (recorded as `timeout` there); the hard limit kills a process stuck
         # in native code, and the worker's main process records `timeout` and carries on with a new process.
-        "task_soft_time_limit": soft,
-        "task_time_limit": hard,
+        # Per task (see task_annotations): the architecture's limits are not the nightly planner's.
+        "task_annotations": task_annotations(settings),
         # Recycle pool processes: torch, transformers' lazy modules and the device's caches grow per model, and
         # a leak in one architecture must not OOM the next. Count bounds slow growth, memory (KiB) big steps.
         "worker_max_tasks_per_child": settings.worker_max_tasks_per_child,
