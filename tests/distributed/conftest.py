@@ -144,7 +144,8 @@ class Cluster:
         self.workers[name] = proc
         return proc
 
-    def wait_ready(self, timeout: float = 60) -> None:
+    def wait_ready(self, timeout: float = 240) -> None:
+        """Until every worker logs ``ready.``; the timeout is only a hang guard (a loaded machine is slow)."""
         deadline = time.monotonic() + timeout
         for name, proc in self.workers.items():
             while "ready." not in self.log(name):
