@@ -94,8 +94,9 @@ def diff_results(baseline: Iterable[ResultRecord], current: Iterable[ResultRecor
     """Compare two runs key by key (architecture, device, check).
 
     A regression is a key that passed in the baseline and has a failure status now (mismatch, unsupported op or
-    dtype, oom, error, crash, timeout). A pass that became ``skipped`` or ``reference_fail`` or vanished is
-    reported as ``missing``, not as a regression: the device was not shown to fail it.
+    dtype, oom, error, crash, timeout). A pass that became ``skipped``, ``reference_fail`` or ``harness_error``
+    or vanished is reported as ``missing``, not as a regression: the device was not shown to fail it (a harness
+    error is the harness's own fault, blamed on neither device nor CPU; see compat/results.py).
     """
     before = {r.key: r for r in baseline}
     after = {r.key: r for r in current}
