@@ -161,9 +161,10 @@ def blockers(request: Request, session: Session = Depends(get_session)) -> HTMLR
     """Ops ranked by how many architectures they block, each linking to those architectures."""
     devices = queries.device_names(session)
     device = request.query_params.get("device") or None
-    if device not in devices:
-        device = None
-    data = queries.blockers(session, device=device)
+    try:
+        data = queries.blockers(session, device=device)
+    except queries.NotFound as exc:  # an unknown device, or one with no finished full run: said, not ignored
+        return not_found(request, "Device", f"{exc}.", "/blockers", "All devices")
     return render(request, "blockers.html", page_title="Op blockers", data=data, devices=devices, device=device)
 
 

@@ -13,6 +13,8 @@ from compat.results import (
     blockers,
     coverage,
     failure_records,
+    percent,
+    scope_label,
 )
 
 
@@ -64,10 +66,36 @@ def test_blockers_rank_by_architectures_blocked_and_count_sole_unlocks() -> None
     assert [b.op for b in ranked] == ["aten::histc", "aten::_foreach_mul"]
     histc = ranked[0]
     assert histc.architectures == ["A", "B", "D"]
-    assert histc.unlocks == ["A"]  # B also needs _foreach_mul, D has an unexplained error
+    # B's train failure is not a support check: histc is all B lacks to be supported. D has an unexplained error.
+    assert histc.unlocks == ["A", "B"]
     assert histc.variants == ["aten::histc (Int)", "aten::histc (Long)"]
-    assert histc.message == "implement aten::histc to unlock 1 architecture(s) (blocks 3)"
-    assert ranked[1].unlocks == ["C"]
+    assert histc.message == "implement aten::histc to unlock 2 architecture(s) (blocks 3)"
+    assert ranked[1].architectures == ["C"] and ranked[1].unlocks == ["C"]  # B's train failure is not counted
+
+
+def test_no_verdict_statuses_are_never_failing_blocking_or_unlocked() -> None:
+    # harness_error and reference_fail say nothing about the device: not failing, no blocker of their own, and an
+    # op failing elsewhere in the same architecture cannot be said to unlock it.
+    recs = [rec("H", "load"), rec("H", "forward", "unsupported_op", "aten::histc (Long)"),
+            rec("H", "generate", "harness_error"),
+            rec("R", "load", "reference_fail"), rec("R", "forward", "reference_fail"), rec("R", "generate", "skipped")]
+    assert arch_verdict([r for r in recs if r.architecture == "R"]) == "reference_fail"
+    assert arch_verdict([rec("X", "load"), rec("X", "forward"), rec("X", "generate", "harness_error")]) == \
+        "not_judged"
+    ranked = blockers(recs)
+    assert [(b.op, b.architectures, b.unlocks) for b in ranked] == [("aten::histc", ["H"], [])]
+
+
+def test_coverage_over_a_catalog_counts_architectures_without_records_as_not_judged() -> None:
+    cov = coverage([*support("A"), *support("B", load="error")], catalog=["A", "B", "C"])
+    assert cov.architectures == 3 and cov.supported == 1 and cov.verdicts["not_judged"] == 1
+    assert percent(cov.supported, cov.architectures) == "33.3%" and percent(0, 0) == "0.0%"
+
+
+def test_scope_labels_say_what_a_share_is_of() -> None:
+    assert scope_label("registry", None, "full", 181) == "unranked: Transformers' registry, alphabetical"
+    assert scope_label("snapshot", "abc123", "full", 100) == "Hub ranking by downloads, snapshot abc123"
+    assert scope_label("hub", None, "selection", 2) == "selection of 2 architecture(s), not the headline"
 
 
 def test_failure_records_give_every_check_the_same_verdict_and_extra_fields() -> None:

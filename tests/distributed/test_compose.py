@@ -106,6 +106,7 @@ def test_compose_services_run_as_processes(shared_redis, pg_url, make_cluster):
     assert nightly.schedule.hour == {2} and nightly.schedule.minute == {0}
 
     # What beat sends at 02:00, sent now: the worker plans the nightly from the catalog and fans it out.
+    from service import queries
     from service.store import Store
 
     store = Store(pg_url)
@@ -113,7 +114,9 @@ def test_compose_services_run_as_processes(shared_redis, pg_url, make_cluster):
     run_id = None
     while run_id is None or len(store.run_results(run_id)) < 8:
         assert time.monotonic() < deadline + 60, cluster.log("worker")[-3000:]
-        run_id = store.last_run_id("neuron", trigger="nightly")
+        with store.session() as s:
+            page = queries.list_runs(s, trigger="nightly", per_page=1)
+        run_id = page.items[0].id if page.items else None
         time.sleep(0.3)
     assert {(r.architecture, str(r.check)) for r in store.run_results(run_id)} == {
         (a, c) for a in ("LlamaForCausalLM", "GPT2LMHeadModel") for c in ("load", "forward", "generate", "train")}

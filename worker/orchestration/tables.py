@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from compat.results import ALL_CHECKS, Blocker, ResultRecord, Status, coverage
+from compat.results import ALL_CHECKS, Blocker, ResultRecord, Status, coverage, percent
 
 DETAIL_CHARS = 120  # an error's first line, as much as a table shows of it
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
@@ -48,11 +48,13 @@ class Fit:
         yield self.choose(options.max_width)
 
 
-def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> Table:
+def coverage_table(records: Iterable[ResultRecord], title: str = "coverage", *,
+                   catalog: Iterable[str] | None = None, scope: str = "") -> Table:
     """Status counts per check (one row per status that occurs, one column per check run) plus the
-    architecture-level summary as the caption. Statuses are rows, so none is ever cut at 80 columns."""
+    architecture-level summary as the caption, over ``catalog`` (the run's planned architectures, the API's
+    denominator) and what it is a share of (``scope``). Statuses are rows, so none is ever cut at 80 columns."""
     records = list(records)
-    cov = coverage(records)
+    cov = coverage(records, catalog)
     checks = [c for c in ALL_CHECKS if str(c) in cov.per_check]
     statuses = [s for s in Status if any(cov.per_check[str(c)][str(s)] for c in checks)]
     table = Table(title=title)
@@ -65,8 +67,9 @@ def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> 
     table.caption = (f"{cov.architectures} architectures: {v['supported']} supported natively, "
                      f"{v['supported_with_fallback']} with CPU fallback, {v['failing']} failing, "
                      f"{v['reference_fail']} reference_fail, {v['skipped']} skipped, "
-                     f"{v['not_judged']} not judged (support checks not run) "
-                     f"({cov.pass_rate():.1%} supported; {cov.all_checks_pass(records)} pass every check)")
+                     f"{v['not_judged']} not judged (support checks not run or no verdict) "
+                     f"({percent(cov.supported, cov.architectures)} supported; "
+                     f"{cov.all_checks_pass(records)} pass every check)" + (f"\nscope: {scope}" if scope else ""))
     return table
 
 
