@@ -18,6 +18,8 @@ from compat.results import (
     Scope,
     Status,
     Trigger,
+    coverage,
+    percent,
     scope_label,
 )
 from compat.results import blockers as rank_blockers
@@ -108,10 +110,13 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
     """The sweep's coverage table (over the run's catalog: the API's and the pages' denominator), its scope and
     state, then the gate's verdict when ``baseline`` is given."""
     run = report.run
+    catalog = [e.name for e in report.architectures]
+    scope = scope_label(run.catalog_source, run.snapshot_id, run.scope, len(catalog))
     console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})",
-                                 catalog=[e.name for e in report.architectures],
-                                 scope=scope_label(run.catalog_source, run.snapshot_id, run.scope,
-                                                   len(report.architectures))))
+                                 catalog=catalog, scope=scope))
+    cov = coverage(report.results, catalog)
+    console.print(f"run {run.id} on {dev.name}: {cov.supported} / {cov.architectures} supported "
+                  f"({percent(cov.supported, cov.architectures)}); {scope}", highlight=False, soft_wrap=True)
     if run.state not in (None, "complete"):
         console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False)
     if json_path:
