@@ -266,7 +266,17 @@ class Coverage:
 
     @property
     def supported(self) -> int:
+        """Out of the box: supported, CPU fallback allowed (the headline)."""
         return self.verdicts["supported"] + self.verdicts["supported_with_fallback"]
+
+    @property
+    def native(self) -> int:
+        """Supported with no op of a support check run on the CPU."""
+        return self.verdicts["supported"]
+
+    @property
+    def failing(self) -> int:
+        return self.verdicts["failing"]
 
     @property
     def runnable(self) -> int:
@@ -346,4 +356,32 @@ def blockers(records: Iterable[ResultRecord], *, checks: Iterable[Check] = SUPPO
         alone = sorted(a for a in archs if ops_of_arch[a] == {op} and a not in unexplained)
         out.append(Blocker(op, sorted(archs), alone, sorted(variants[op]), sorted(in_checks[op])))
     out.sort(key=lambda b: (-len(b.architectures), -len(b.unlocks), b.op))
+    return out
+
+
+@dataclass
+class FallbackOp:
+    op: str  # aten::name
+    architectures: list[str]  # supported only through CPU fallback, this op among those that fell back
+    offloads: list[str]  # this op is the only one they run on the CPU: implemented natively, they become native
+
+    @property
+    def message(self) -> str:
+        return (f"implement {self.op} natively to take {len(self.offloads)} architecture(s) off the CPU "
+                f"(falls back in {len(self.architectures)})")
+
+
+def fallback_ranking(records: Iterable[ResultRecord]) -> list[FallbackOp]:
+    """Ops that supported architectures ran on the CPU fallback (in a support check), ranked by how many
+    architectures implementing each one natively takes off the CPU, then by how many use it, then name."""
+    ops_of: dict[str, set[str]] = {}
+    for arch, recs in by_architecture(records).items():
+        if arch_verdict(recs) == "supported_with_fallback":
+            ops_of[arch] = {op.split(" (")[0] for r in recs if r.check in SUPPORT_CHECKS for op in r.fallback_ops}
+    users: dict[str, set[str]] = defaultdict(set)
+    for arch, ops in ops_of.items():
+        for op in ops:
+            users[op].add(arch)
+    out = [FallbackOp(op, sorted(archs), sorted(a for a in archs if ops_of[a] == {op})) for op, archs in users.items()]
+    out.sort(key=lambda f: (-len(f.offloads), -len(f.architectures), f.op))
     return out

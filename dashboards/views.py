@@ -143,9 +143,7 @@ def architecture(name: str, request: Request, session: Session = Depends(get_ses
     except queries.NotFound:
         return not_found(request, "Architecture", f"No architecture named “{name}” has been catalogued or run.",
                          "/matrix", "Back to the matrix")
-    latest_run: dict[str, str] = {}
-    for h in d.history:  # newest first: the first point per device is the run ``latest`` came from
-        latest_run.setdefault(h.device, h.run_id)
+    latest_run = d.latest_runs  # device -> the run ``latest`` came from (the read rule, not the newest point)
     base = str(request.base_url).rstrip("/")
     badge = f"[![neuron-compat: {d.name}]({base}{d.badge_url})]({base}/architectures/{d.name})"
     history_checks = [str(c) for c in ALL_CHECKS if any(str(c) in h.statuses for h in d.history)]

@@ -23,10 +23,12 @@ from compat.results import (
     Scope,
     Status,
     Trigger,
+    fallback_ranking,
     is_ranked,
     is_supported_statuses,
     percent,
     scope_label,
+    verdict,
 )
 from compat.results import blockers as rank_blockers
 from service import schemas as S
@@ -166,6 +168,7 @@ def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceC
     names = [c.architecture for c in catalog]
     total = len(names)
     sup = [a for a in names if a in outcomes and outcomes[a].supported]
+    native = sum(1 for a in sup if not outcomes[a].fallback)
     per_check = []
     for check in run.checks or []:
         passed = sum(1 for a in names if a in outcomes and outcomes[a].statuses.get(check) == Status.PASS)
@@ -174,7 +177,10 @@ def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceC
         device=run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
         simulated=bool((run.device_info or {}).get("simulated", False)), top_n=top_n, total=total,
         supported=len(sup), fraction=_frac(len(sup), total), percent=percent(len(sup), total),
-        supported_with_fallback=sum(1 for a in sup if outcomes[a].fallback), per_check=per_check,
+        supported_with_fallback=len(sup) - native, per_check=per_check, native=native,
+        native_percent=percent(native, total), profile=((run.device_info or {}).get("details") or {}).get("profile"),
+        failing=sum(1 for a in names if a in outcomes
+                    and verdict(outcomes[a].statuses, outcomes[a].fallback) == "failing"),
         catalog_source=run.catalog_source, snapshot_id=run.snapshot_id, scope=run.scope, ranked=ranked,
         scope_label=scope_label(run.catalog_source, run.snapshot_id, run.scope, len(view.catalog)),
     )
@@ -276,6 +282,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
         downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
         remote_code=arch.remote_code if arch else False, latest=latest, supported=supported,
+        latest_runs=latest_runs_of(session, name),
         history=list(history.values()),
         blocking_op=next((r.blocking_op for r in latest if r.blocking_op), None),
         error=f"{failing.error.type}: {failing.error.message}" if failing and failing.error else None,
@@ -356,7 +363,7 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
                        result_list=results)
 
 
-def diff_runs(session: Session, a: str, b: str) -> S.RunDiff:
+def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:
     """Run a to run b by architecture, by the gate's rule (``compat.diff.diff_results``); a selection run b is
     compared over its own selection."""
     ra, rb = get_run_row(session, a), get_run_row(session, b)
@@ -371,7 +378,7 @@ def diff_runs(session: Session, a: str, b: str) -> S.RunDiff:
     for c in (*diff.regressions, *diff.fixes):
         by_arch.setdefault(c.architecture, set()).add(c.check)
     ranks = {c.architecture: c.rank for c in va.catalog} | {c.architecture: c.rank for c in vb.catalog}
-    out = S.RunDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[],
+    out = S.ArchitectureDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[],
                     regressed_checks=len(diff.regressions), fixed_checks=len(diff.fixes),
                     missing_checks=len(diff.missing))
     for name in sorted(set(oa) | set(ob), key=lambda n: (ranks.get(n, 10**9), n)):
@@ -397,11 +404,18 @@ def blockers(session: Session, device: str | None = None, run_id: str | None = N
     """``compat.results.blockers`` over the headline run of each device (or of ``device``, or one run), merged
     across devices by op; architectures by rank."""
     by_op: dict[str, S.Blocker] = {}
+    on_cpu: dict[str, S.FallbackOp] = {}
     ranks: dict[str, int] = {}
     for run in _runs_for(session, device, run_id):
         view = run_view(session, run)
         ranks.update({c.architecture: c.rank for c in view.catalog if c.architecture not in ranks})
-        for b in rank_blockers(run_records(session, run.id)):
+        records = run_records(session, run.id)
+        for f in fallback_ranking(records):
+            item = on_cpu.setdefault(f.op, S.FallbackOp(op=f.op, count=0, architectures=[]))
+            item.architectures = sorted(set(item.architectures) | set(f.architectures))
+            item.offloads = sorted(set(item.offloads) | set(f.offloads))
+            item.count = len(item.architectures)
+        for b in rank_blockers(records):
             item = by_op.setdefault(b.op, S.Blocker(op=b.op, count=0, architectures=[]))
             item.architectures = sorted(set(item.architectures) | set(b.architectures))
             item.unlocks = sorted(set(item.unlocks) | set(b.unlocks))
@@ -415,7 +429,8 @@ def blockers(session: Session, device: str | None = None, run_id: str | None = N
         best = min((ranks.get(n, big) for n in item.architectures), default=big)
         item.best_rank = best if best < big else None
     items = sorted(by_op.values(), key=lambda b: (-b.count, -len(b.unlocks), b.op))
-    return S.Blockers(device=device, run_id=run_id, items=items)
+    fallback = sorted(on_cpu.values(), key=lambda f: (-len(f.offloads), -f.count, f.op))
+    return S.Blockers(device=device, run_id=run_id, items=items, fallback=fallback)
 
 
 def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredCoverage:
@@ -470,9 +485,9 @@ def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
                            config_digest=sub.config_digest, notes=list(sub.notes or []), queue_position=position)
 
 
-def latest_results_in(session: Session, architecture: str, device: str | None = None) -> list[ResultRecord]:
-    """Results of ``architecture`` per device from the newest finished run that has any (any scope: a run of just
-    this architecture is its latest word; submission runs, which measure a submitter's own config, are not)."""
+def latest_runs_of(session: Session, architecture: str, device: str | None = None) -> dict[str, str]:
+    """device -> the newest finished run that has results of ``architecture`` (any scope: a run of just this
+    architecture is its latest word; submission runs, which measure a submitter's own config, are not)."""
     q = (select(Result.device, Result.run_id).join(Run, Run.id == Result.run_id)
          .where(Result.architecture == architecture, Run.trigger != str(Trigger.SUBMISSION),
                 Run.state.in_(FINISHED_STATES)))
@@ -481,8 +496,13 @@ def latest_results_in(session: Session, architecture: str, device: str | None = 
     newest: dict[str, str] = {}
     for dev, rid in session.execute(q.order_by(*_ORDER)):
         newest.setdefault(dev, rid)
+    return newest
+
+
+def latest_results_in(session: Session, architecture: str, device: str | None = None) -> list[ResultRecord]:
+    """Results of ``architecture`` per device from its latest run there (``latest_runs_of``)."""
     out: list[ResultRecord] = []
-    for dev, rid in sorted(newest.items()):
+    for dev, rid in sorted(latest_runs_of(session, architecture, device).items()):
         rows = session.scalars(select(Result).where(
             Result.run_id == rid, Result.architecture == architecture, Result.device == dev).order_by(Result.id))
         out.extend(row_to_record(r) for r in rows)

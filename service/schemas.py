@@ -36,6 +36,12 @@ class DeviceCoverage(BaseModel):
     fraction: float
     percent: str = ""  # compat.results.percent: the one spelling of the share, e.g. "63.5%"
     supported_with_fallback: int = 0
+    # Per-device report: out of the box (= supported, fallback allowed), native (no support-check op on the CPU),
+    # failing (a device failure on a support check); ``profile``: the device's op-table profile, when it has one.
+    native: int = 0
+    native_percent: str = ""
+    failing: int = 0
+    profile: str | None = None
     per_check: list[CheckCoverage] = Field(default_factory=list)
     catalog_source: str = "registry"
     snapshot_id: str | None = None
@@ -104,7 +110,8 @@ class ArchitectureDetail(BaseModel):
     downloads: int = 0
     representative: str | None = None
     remote_code: bool = False
-    latest: list[ResultRecord]  # newest run per device
+    latest: list[ResultRecord]  # per device, from its newest finished run that has this architecture
+    latest_runs: dict[str, str] = Field(default_factory=dict)  # device -> the run ``latest`` came from
     supported: dict[str, bool]  # device -> supported in its newest run
     history: list[HistoryPoint]  # newest first
     blocking_op: str | None = None
@@ -164,7 +171,7 @@ class DiffEntry(BaseModel):
     changed_checks: list[str] = Field(default_factory=list)
 
 
-class RunDiff(BaseModel):
+class ArchitectureDiff(BaseModel):
     """Run a to run b by architecture, from ``compat.diff.diff_results`` (the gate's rule): an architecture
     regressed when some check of it passed in a and is a device failure in b; fixed when some check went from a
     device failure to pass and none regressed. Counts of checks are kept too (the gate prints them)."""
@@ -193,10 +200,20 @@ class Blocker(BaseModel):
     best_rank: int | None = None
 
 
+class FallbackOp(BaseModel):
+    """``compat.results.fallback_ranking``: an op supported architectures ran on the CPU fallback."""
+
+    op: str
+    count: int  # architectures that ran it on the CPU
+    architectures: list[str]
+    offloads: list[str] = Field(default_factory=list)  # its only fallback op: implemented, they become native
+
+
 class Blockers(BaseModel):
     device: str | None
     run_id: str | None
     items: list[Blocker]
+    fallback: list[FallbackOp] = Field(default_factory=list)
 
 
 class DeclaredCoverageRow(BaseModel):

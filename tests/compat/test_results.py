@@ -13,6 +13,7 @@ from compat.results import (
     blockers,
     coverage,
     failure_records,
+    fallback_ranking,
     percent,
     scope_label,
 )
@@ -108,3 +109,20 @@ def test_failure_records_give_every_check_the_same_verdict_and_extra_fields() ->
     assert [(r.status, r.reason, r.error, r.duration_s) for r in recs] == [
         (Status.TIMEOUT, "soft time limit exceeded", err, 2.5)] * 2
     assert failure_records(entry, "cpu", [], Status.ERROR, "none") == []
+
+
+def test_fallback_ranking_counts_the_architectures_an_op_takes_off_the_cpu() -> None:
+    a = support("A")
+    a[1] = rec("A", "forward", fallback=["aten::cumsum (Long)"])
+    b = support("B")
+    b[1] = rec("B", "forward", fallback=["aten::cumsum (Int)", "aten::histc (Float)"])
+    c = support("C", forward="unsupported_op")  # failing: its fallback ops are not what keeps it off native
+    c[0] = rec("C", "load", fallback=["aten::histc (Float)"])
+    t = support("T")
+    t[3] = rec("T", "train", fallback=["aten::sort (Float)"])  # train is not a support check: T is native
+    ranked = fallback_ranking([*a, *b, *c, *t])
+    assert [(f.op, f.architectures, f.offloads) for f in ranked] == [
+        ("aten::cumsum", ["A", "B"], ["A"]), ("aten::histc", ["B"], [])]
+    assert ranked[0].message == "implement aten::cumsum natively to take 1 architecture(s) off the CPU (falls back in 2)"
+    cov = coverage([*a, *b, *c, *t])
+    assert (cov.supported, cov.native, cov.failing) == (3, 1, 1)

@@ -7,6 +7,7 @@ when it runs, so ``compat --help`` and option errors answer at once.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -82,9 +83,16 @@ def sweep(
     fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
                                             help="exit 1 on a regression vs --baseline, or a run not complete"),
     resume: str = typer.Option(None, "--resume", help="finish this interrupted run (its device, catalog, checks)"),
+    strict: bool = typer.Option(False, "--strict", help="no CPU fallback on neuron (NEURON_CPU_FALLBACK=0)"),
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
+    if strict:
+        if broker:
+            raise fail("--strict sets NEURON_CPU_FALLBACK=0 for this machine's workers: set it on the cluster's "
+                       "workers instead of --broker --strict")
+        # Read by neuron_backend when it loads, in this process and in every pool worker it starts (they inherit it).
+        os.environ["NEURON_CPU_FALLBACK"] = "0"
     settings = get_settings()
     if resume is not None:
         if arch or limit or checks or source or device or broker:

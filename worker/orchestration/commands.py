@@ -13,12 +13,14 @@ from compat.results import (
     ArchitectureEntry,
     Blocker,
     Check,
+    FallbackOp,
     Report,
     ResultRecord,
     Scope,
     Status,
     Trigger,
     coverage,
+    fallback_ranking,
     percent,
     scope_label,
 )
@@ -36,7 +38,7 @@ from worker.orchestration.nightly import regression_gate
 from worker.orchestration.planning import make_plan
 from worker.orchestration.progress import arch_note, fetch_progress, reporter
 from worker.orchestration.sweep import run_sweep, write_report
-from worker.orchestration.tables import blockers_table, coverage_table, results_table
+from worker.orchestration.tables import blockers_table, coverage_table, fallback_table, results_table
 from worker.orchestration.validate import architecture_error
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
@@ -115,8 +117,13 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
     console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})",
                                  catalog=catalog, scope=scope))
     cov = coverage(report.results, catalog)
-    console.print(f"run {run.id} on {dev.name}: {cov.supported} / {cov.architectures} supported "
-                  f"({percent(cov.supported, cov.architectures)}); {scope}", highlight=False, soft_wrap=True)
+    n = cov.architectures
+    console.print(f"run {run.id} on {dev.name}: {cov.supported} / {n} supported ({percent(cov.supported, n)}); "
+                  f"{scope}", highlight=False, soft_wrap=True)
+    profile = dev.info.details.get("profile")
+    console.print(f"out of the box {cov.supported} / {n} ({percent(cov.supported, n)}), native {cov.native} / {n} "
+                  f"({percent(cov.native, n)}), failing {cov.failing}" + (f"; profile {profile}" if profile else ""),
+                  highlight=False, soft_wrap=True)
     if run.state not in (None, "complete"):
         console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False)
     if json_path:
@@ -228,34 +235,41 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
                 console.print(r.log, markup=False, highlight=False, end="" if r.log.endswith("\n") else "\n")
 
 
-def _stored_blockers(device: str) -> list[Blocker] | None:
-    """The API's ``/blockers`` of ``device`` (its headline run), as the table's rows; None when nothing is stored."""
+def _stored_blockers(device: str) -> tuple[list[Blocker], list[FallbackOp]] | None:
+    """The API's ``/blockers`` of ``device`` (its headline run) as the tables' rows; None when nothing is stored."""
     with Store().session() as s:
         try:
-            items = queries.blockers(s, device=device).items
+            got = queries.blockers(s, device=device)
         except queries.NotFound:
             return None
-    return [Blocker(b.op, b.architectures, b.unlocks, b.variants, b.checks) for b in items]
+    return ([Blocker(b.op, b.architectures, b.unlocks, b.variants, b.checks) for b in got.items],
+            [FallbackOp(f.op, f.architectures, f.offloads) for f in got.fallback])
 
 
 def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
-    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.results.blockers``
-    over a JSON report, or the headline run of the device in the store, as the API and the pages read it)."""
+    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.results.blockers``),
+    then the ops supported architectures still run on the CPU fallback (``fallback_ranking``); over a JSON report,
+    or the headline run of the device in the store, as the API and the pages read it."""
     if json_path is not None:
         recs = [r for r in _read_report(json_path).results if device is None or r.device == device]
-        ranked = rank_blockers(recs) if recs else None
+        found = (rank_blockers(recs), fallback_ranking(recs)) if recs else None
     else:
         device = device or get_settings().device
-        ranked = _stored_blockers(device)
-    if ranked is None:
+        found = _stored_blockers(device)
+    if found is None:
         where = (f" on {device}" if device else "") + (f" in {json_path}" if json_path else " in the store")
         raise fail(f"no results{where}; run `compat sweep` first", 1)
+    ranked, on_cpu = found
     if not ranked:
         console.print("no blocking ops: nothing failed on an identifiable op")
-        return
-    console.print(blockers_table(ranked, top))
-    for b in ranked[:3]:
-        console.print(b.message, highlight=False)
+    else:
+        console.print(blockers_table(ranked, top))
+        for b in ranked[:3]:
+            console.print(b.message, highlight=False)
+    if on_cpu:
+        console.print(fallback_table(on_cpu, top))
+        for f in on_cpu[:3]:
+            console.print(f.message, highlight=False)
 
 
 def repro(*, architecture: str, device: str, checks: list[Check], out: Path | None) -> None:

@@ -302,5 +302,5 @@ class InProcessExecutor:
 
         report = run_sweep(plan.entries, self.device, plan.checks, jobs=self.jobs, trigger=plan.run.trigger,
                            store=store, json_path=json_path, progress=tick, catalog_source=plan.run.catalog_source,
-                           snapshot_id=plan.run.snapshot_id, seed=plan.seed)
+                           snapshot_id=plan.run.snapshot_id, seed=plan.seed, scope=plan.run.scope)
         return finalize(store, report.run.id, plan.device, str(plan.run.trigger))

@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from compat.results import ALL_CHECKS, Blocker, ResultRecord, Status, coverage, percent
+from compat.results import ALL_CHECKS, Blocker, FallbackOp, ResultRecord, Status, coverage, percent
 
 DETAIL_CHARS = 120  # an error's first line, as much as a table shows of it
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
@@ -159,3 +159,24 @@ def blockers_table(ranked: list[Blocker], top: int | None = None) -> Fit:
 
     names = {a for b in shown for a in b.architectures[:SHOWN_ARCHITECTURES]}
     return Fit([wide, narrow], {b.op for b in shown} | names)
+
+
+def fallback_table(ranked: list[FallbackOp], top: int | None = None) -> Fit:
+    """Ops supported architectures run on the CPU fallback (``compat blockers``): how many architectures each one
+    takes off the CPU when implemented natively, and how many use it."""
+    shown = ranked[:top] if top else ranked
+    wide = Table(title="ops on the CPU fallback")
+    for col in ("#", "op", "off the CPU", "falls back in"):
+        wide.add_column(col, no_wrap=True, justify="left" if col == "op" else "right")
+    wide.add_column("architectures", ratio=1, min_width=24, overflow="fold")
+    narrow = Table(title="ops on the CPU fallback", box=box.SIMPLE_HEAD, show_lines=True)
+    narrow.add_column("#", no_wrap=True, justify="right")
+    narrow.add_column("op / architectures", ratio=1, overflow="fold")
+    narrow.add_column("off the CPU", no_wrap=True, justify="right")
+    for i, f in enumerate(shown, 1):
+        archs = ", ".join(f.architectures[:SHOWN_ARCHITECTURES])
+        if len(f.architectures) > SHOWN_ARCHITECTURES:
+            archs += f" (+{len(f.architectures) - SHOWN_ARCHITECTURES} more)"
+        wide.add_row(str(i), f.op, str(len(f.offloads)), str(len(f.architectures)), Text(archs))
+        narrow.add_row(str(i), Text(f.op, style="bold").append(f"\nin: {archs}"), str(len(f.offloads)))
+    return Fit([wide, narrow], {f.op for f in shown})

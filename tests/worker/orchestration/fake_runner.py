@@ -1,7 +1,7 @@
 """A stand-in for worker.run.runner.run_on (COMPAT_RUN_HOOK=fake_runner:run) whose verdicts come from a JSON plan.
 
-FAKE_RUNNER_PLAN names a file {"marker_dir": ..., "archs": {name: {"sleep_s": s, "<check>": [status, op]}}}; a check
-not named passes. Records stream through ``emit`` as the real runner's do, so the sweep stores each one as it is
+FAKE_RUNNER_PLAN names a file {"marker_dir": ..., "archs": {name: {"sleep_s": s, "<check>": [status, op, fallback]}}}
+(fallback: the ops the check ran on the CPU, optional); a check not named passes. Records stream through ``emit`` as the real runner's do, so the sweep stores each one as it is
 judged. Every execution leaves a marker file ``<arch>.<pid>.<execution>`` the test can count. No torch.
 """
 
@@ -37,9 +37,11 @@ def run(entry: ArchitectureEntry, device: str, checks: list[Check], *, seed: int
     time.sleep(float(spec.get("sleep_s", 0.0)))
     out = []
     for c in checks:
-        status, op = spec.get(str(c), ["pass", None])
+        status, op, *fallback = spec.get(str(c), ["pass", None])
         rec = ResultRecord(architecture=entry.name, rank=entry.rank, device=device, check=Check(c),
-                           status=Status(status), blocking_op=op, metrics={"execution": execution})
+                           status=Status(status), blocking_op=op, fallback_ops=fallback[0] if fallback else [],
+                           metrics={"execution": execution,
+                                    "cpu_fallback_env": os.environ.get("NEURON_CPU_FALLBACK")})
         if emit is not None:
             emit("record", rec)
         out.append(rec)

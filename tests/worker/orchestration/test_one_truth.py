@@ -27,10 +27,12 @@ A, B, C, D, E = ("LlamaForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel", "Mis
 HISTC, CUMSUM = "aten::histc (Long)", "aten::cumsum (Int)"
 FIRST = {E: {"forward": ["unsupported_op", HISTC]}}
 # A regresses on histc alone (histc unlocks it); B regresses on histc and cumsum (neither alone unlocks it); C's load
-# ends harness_error (no verdict: "missing", never a regression); E is fixed; D passes throughout.
+# ends harness_error (no verdict: "missing", never a regression); E is fixed; D passes throughout, now with one op
+# on the CPU fallback (supported out of the box, not natively).
 SECOND = {A: {"forward": ["unsupported_op", HISTC]},
           B: {"forward": ["unsupported_op", HISTC], "generate": ["unsupported_dtype", CUMSUM]},
-          C: {"load": ["harness_error", None]}}
+          C: {"load": ["harness_error", None]},
+          D: {"generate": ["pass", None, ["aten::cumsum (Long)"]]}}
 runner = CliRunner()
 
 
@@ -78,14 +80,20 @@ def test_cli_api_and_pages_read_the_same_numbers(store_env: Path) -> None:
     assert "selection of 1 architecture(s), not the headline" in selection
     assert headline.group(4).startswith("Hub ranking by downloads, snapshot ")
     # CLI: blockers of the device's headline run, as a table (op, blocks, unlocks).
+    blocked = _cli("blockers")
     cli_blockers = [(op, int(n), int(u)) for op, n, u in
-                    re.findall(r"│\s*\d+\s*│\s*(aten::\w+)\s*│\s*(\d+)\s*│\s*(\d+)\s*│", _cli("blockers"))]
+                    re.findall(r"│\s*\d+\s*│\s*(aten::\w+)\s*│\s*(\d+)\s*│\s*(\d+)\s*│", blocked.split(
+                        "ops on the CPU fallback")[0])]
+    cli_fallback = re.findall(r"implement (aten::\w+) natively to take (\d+) architecture\(s\) off the CPU", blocked)
+    report = re.search(r"out of the box (\d+) / (\d+) \(([\d.]+%)\), native (\d+) / \d+ \(([\d.]+%)\), "
+                       r"failing (\d+)", second).groups()
     shown = _cli("show", B, "--device", "cpu")
 
     with TestClient(create_app(get_settings())) as client:
         cov = client.get("/api/v1/coverage", params={"device": "cpu"}).json()["items"][0]
         top = client.get("/api/v1/coverage", params={"device": "cpu", "top_n": 5}).json()["items"][0]
-        api_blockers = client.get("/api/v1/blockers", params={"device": "cpu"}).json()["items"]
+        got = client.get("/api/v1/blockers", params={"device": "cpu"}).json()
+        api_blockers, fallback = got["items"], got["fallback"]
         diff = client.get("/api/v1/diff", params={"a": run1, "b": run2}).json()
         devices = client.get("/api/v1/devices").json()
         overview = client.get("/").text
@@ -104,12 +112,24 @@ def test_cli_api_and_pages_read_the_same_numbers(store_env: Path) -> None:
     run_card = re.search(r'<h3>Supported</h3><div class="big">([\d.]+%)</div>', run_page).group(1)
     assert run_card == share
 
-    # Blockers and "unlocks".
+    # The device report: out of the box, native, failing.
+    assert report == (str(cov["supported"]), str(cov["total"]), cov["percent"], str(cov["native"]),
+                      cov["native_percent"], str(cov["failing"])) == ("2", "5", "40.0%", "1", "20.0%", "2")
+    page_report = re.search(r'data-metric="out-of-box">(\d+) / (\d+) \(([\d.]+%)\)</span> · native '
+                            r'<span data-metric="native">(\d+) / \d+ \(([\d.]+%)\)</span> · failing '
+                            r'<span data-metric="failing">(\d+)<', overview).groups()
+    assert page_report == report
+
+    # Blockers and "unlocks"; ops on the CPU fallback and how many architectures each takes off the CPU.
     assert cli_blockers == [(b["op"], b["count"], len(b["unlocks"])) for b in api_blockers] == [
         ("aten::histc", 2, 1), ("aten::cumsum", 1, 0)]
     page_rows = re.findall(r'data-op="(aten::\w+)".*?data-count>(\d+)</td>\s*<td class="num" data-unlocks>(\d+)<',
                            blockers_page, re.S)
     assert [(op, int(n), int(u)) for op, n, u in page_rows] == cli_blockers
+    api_fallback = [(f["op"], str(len(f["offloads"]))) for f in fallback]
+    assert cli_fallback == api_fallback == [("aten::cumsum", "1")]
+    page_fallback = re.findall(r'data-fallback-op="(aten::\w+)".*?data-offloads>(\d+)<', blockers_page, re.S)
+    assert page_fallback == api_fallback
 
     # Regressions: 3 checks in 2 architectures (A, B); C's harness_error is missing, not a regression; E fixed.
     assert (cli_regressed_checks, cli_regressed_archs, cli_fixes) == (3, 2, 1)
