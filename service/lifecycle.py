@@ -34,8 +34,10 @@ def reap(session: Session, *, now: datetime | None = None, silence_s: float = DE
         q = q.where(Run.id == run_id)
     out = []
     for run in session.scalars(q):
-        why = lost_owner(owner_host=run.owner_host, owner_pid=run.owner_pid, heartbeat=aware(run.heartbeat),
-                         now=now, this_host=host, alive=alive, silence_s=silence_s)
+        # A run from before owners were recorded (migration 0007) has no heartbeat: its start is its last sign.
+        why = lost_owner(owner_host=run.owner_host, owner_pid=run.owner_pid,
+                         heartbeat=aware(run.heartbeat or run.started), now=now, this_host=host, alive=alive,
+                         silence_s=silence_s)
         if why is None:
             continue
         run.state, run.end_reason = "interrupted", why

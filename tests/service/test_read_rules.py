@@ -126,3 +126,14 @@ def test_every_read_route_answers_bad_input_with_404_or_422(client, path: str, p
     if path.startswith("/api/"):
         body = res.json()
         assert body.get("error") or body.get("detail"), res.text  # says what was wrong
+
+
+def test_a_run_from_before_owners_were_recorded_is_reaped_by_its_silence_since_start(sqlite_url: str) -> None:
+    store = Store(sqlite_url)
+    old = _started(store, started=datetime.now(UTC) - timedelta(days=2))
+    with db.session_scope(sqlite_url) as s:
+        s.execute(update(Run).where(Run.id == old).values(owner_host=None, owner_pid=None, heartbeat=None))
+    [(rid, why)] = store.reap()
+    assert rid == old and why.startswith("no heartbeat for ")
+    with db.session_scope(sqlite_url) as s:
+        assert s.get(Run, old).state == "interrupted"

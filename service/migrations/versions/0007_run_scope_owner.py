@@ -1,8 +1,9 @@
 """Run scope and owner: whether a run covered its whole catalog or a selection, and who runs it (host, pid,
 heartbeat), so a run whose owner died becomes ``interrupted`` instead of ``running`` forever (issue 12).
 
-Existing runs are taken as full (they were the headline before this revision) and have no owner (only the
-heartbeat rule applies to them; a ``running`` one with no heartbeat is left to ``compat runs reap --all``).
+Existing runs are taken as full (they were the headline before this revision) and have no owner: only the silence
+rule applies to them, measured from their start (``service.lifecycle.reap``), so a run left ``running`` by a killed
+sweep before this revision is reaped too.
 
 Revision ID: 0007
 Revises: 0006
