@@ -1,7 +1,7 @@
 """The regression rule: how two runs' results differ (regression, fix, missing), and the gate's verdict on a run.
 
 Pure functions of records and run states, shared by the nightly gate, the CLI, the API's ``/diff`` and the pages
-(docs/ARCHITECTURE.md, "Read rules"). The run selection (which baseline) is ``service.queries.baseline_run``.
+(docs/ARCHITECTURE.md, "Read rules"). The run selection (which baseline) is ``service.runs.baseline_run``.
 """
 
 from __future__ import annotations

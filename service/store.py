@@ -25,7 +25,7 @@ from compat.results import (
     Scope,
     Trigger,
 )
-from service import db, queries
+from service import db, runs
 from service.lifecycle import reap, this_host
 from service.models import (
     Architecture,
@@ -175,7 +175,7 @@ class Store:
             run = s.get(Run, run_id)
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
-            missing = queries.missing_count(s, run_id)
+            missing = runs.missing_count(s, run_id)
             run.state = "complete" if missing == 0 else "incomplete"
             run.end_reason = None
             run.arch_count, run.supported_count, run.result_count = run_counts(s, run)
@@ -223,7 +223,7 @@ class Store:
             run = s.get(Run, run_id)
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
-            return run.state, run.planned_count or 0, queries.missing_count(s, run_id)
+            return run.state, run.planned_count or 0, runs.missing_count(s, run_id)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -241,20 +241,20 @@ class Store:
             return {(arch, dev) for arch, dev in rows}
 
     def latest_results(self, architecture: str, device: str | None = None) -> list[ResultRecord]:
-        """Results of ``architecture`` per device from its latest finished run (``queries.latest_results_in``)."""
+        """Results of ``architecture`` per device from its latest finished run (``runs.latest_results_in``)."""
         with self.session() as s:
-            return queries.latest_results_in(s, architecture, device)
+            return runs.latest_results_in(s, architecture, device)
 
     def baseline_run_id(self, run_id: str, trigger: str | None = None) -> str | None:
-        """The run ``run_id`` is compared with (``queries.baseline_run``); None for the first one."""
+        """The run ``run_id`` is compared with (``runs.baseline_run``); None for the first one."""
         with self.session() as s:
-            run = queries.baseline_run(s, run_id, trigger=trigger)
+            run = runs.baseline_run(s, run_id, trigger=trigger)
             return run.id if run is not None else None
 
     def selection(self, run_id: str) -> list[str] | None:
         """The architectures a selection run planned (a diff compares only those); None for a full run."""
         with self.session() as s:
-            return queries.selection_of(s, run_id)
+            return runs.selection_of(s, run_id)
 
     def submission(self, submission_id: int) -> dict | None:
         """A submission's input (model_id, revision, config, architecture, state) for the worker."""

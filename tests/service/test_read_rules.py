@@ -13,7 +13,7 @@ from service_seed import ARCHS, CHECKS, make_run, rec, seed, times
 from sqlalchemy import update
 
 from compat.results import Scope, Status, Trigger
-from service import db, queries
+from service import db, queries, runs
 from service.lifecycle import reap, this_host
 from service.models import Run
 from service.store import RunStateError, Store
@@ -46,16 +46,16 @@ def test_latest_and_headline_are_the_newest_finished_full_run(sqlite_url: str) -
     sub = _started(store, started=t[4], trigger=Trigger.SUBMISSION)
     store.finish_run(sub)
     with db.session_scope(sqlite_url) as s:
-        assert queries.latest_run(s, "neuron").id == full  # the headline: not the selection, running or dead run
-        assert queries.latest_run(s, "neuron", scope=None).id == selection  # the latest of any scope
+        assert runs.latest_run(s, "neuron").id == full  # the headline: not the selection, running or dead run
+        assert runs.latest_run(s, "neuron", scope=None).id == selection  # the latest of any scope
         assert [c.run_id for c in queries.coverage(s).items] == [full]
         states = {r.id: r.state for r in queries.list_runs(s).items}  # a read: the dead owner's run is reaped
     assert states[running] == "running" and states[dead] == "interrupted"
     with db.session_scope(sqlite_url) as s:
         # `show`'s latest results of an architecture: the newest finished run that has it (the selection run).
-        assert {r.status for r in queries.latest_results_in(s, ARCHS[0].name, "neuron")} == {Status.ERROR}
+        assert {r.status for r in runs.latest_results_in(s, ARCHS[0].name, "neuron")} == {Status.ERROR}
         # A selection is compared with the newest finished run of either scope, over its own selection only.
-        assert queries.baseline_run(s, selection).id == full
+        assert runs.baseline_run(s, selection).id == full
         diff = queries.diff_runs(s, full, selection)
         assert [e.architecture for e in diff.regressions] == [ARCHS[0].name] and diff.removed == []
 
@@ -71,9 +71,9 @@ def test_baseline_is_finished_same_trigger_full_and_ranked_alike(sqlite_url: str
     _started(store, started=t[3], trigger=Trigger.NIGHTLY)  # running: never a baseline
     n2 = seed(store, started=t[4], trigger=Trigger.NIGHTLY)
     with db.session_scope(sqlite_url) as s:
-        assert queries.baseline_run(s, n2, trigger="nightly").id == n1  # not the registry one, not the running one
-        assert queries.baseline_run(s, n2).id == m1  # any trigger but submission
-        assert queries.baseline_run(s, registry.id, trigger="nightly") is None  # unranked vs ranked: not compared
+        assert runs.baseline_run(s, n2, trigger="nightly").id == n1  # not the registry one, not the running one
+        assert runs.baseline_run(s, n2).id == m1  # any trigger but submission
+        assert runs.baseline_run(s, registry.id, trigger="nightly") is None  # unranked vs ranked: not compared
         assert queries.previous_run_id(s, n2) == n1
 
 

@@ -163,7 +163,7 @@ def progress(store: Any, run_id: str) -> int:
 
 def finalize(store: Any, run_id: str, device: str, trigger: str) -> RunOutcome:
     """Close the run (complete/incomplete) and diff it against its baseline of the same trigger
-    (``queries.baseline_run``). Idempotent: the last task, the failure recorder and a following CLI may all call it."""
+    (``service.runs.baseline_run``). Idempotent: the last task, the failure recorder and a following CLI may all call it."""
     state = store.finish_run(run_id)
     current = store.run_results(run_id)
     baseline_id = store.baseline_run_id(run_id, trigger=trigger)

@@ -1,6 +1,6 @@
 """The nightly gate: what ``--baseline`` names, and the gate over a run (its state, then its regressions).
 
-The regression rule and the gate's verdict are ``compat.diff``; the baseline run is ``service.queries.baseline_run``
+The regression rule and the gate's verdict are ``compat.diff``; the baseline run is ``service.runs.baseline_run``
 (through the store). The schedule (``parse_cron``, ``beat_schedule``) is in ``celery_app``; the nightly's plan is
 ``planning.nightly_plan``.
 """

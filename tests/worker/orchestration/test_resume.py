@@ -19,7 +19,7 @@ from fake_runner import executions, write_plan
 from sqlalchemy import func, select
 
 from compat.results import ArchitectureEntry
-from service import queries
+from service import queries, runs
 from service.models import Result, Run
 from service.store import Store
 from worker.catalog.catalog import Catalog, write_snapshot
@@ -99,7 +99,7 @@ def test_a_sweep_killed_with_sigkill_is_interrupted_then_resumed_to_complete_onc
     assert detail.state == "interrupted", detail
     assert f"owner process {sweep.pid}" in detail.end_reason and detail.missing == 2 * len(CHECKS)
     with store.session() as s:
-        assert queries.latest_run(s, "cpu") is None  # never the headline, nor a baseline
+        assert runs.latest_run(s, "cpu") is None  # never the headline, nor a baseline
     reap = subprocess.run([sys.executable, "-m", "worker.orchestration.cli", "runs", "reap"], cwd=REPO, env=env,
                           capture_output=True, text=True)
     assert reap.returncode == 0 and "no run lost its owner" in reap.stdout  # already marked by the read
