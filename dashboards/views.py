@@ -103,6 +103,13 @@ def matrix(request: Request, session: Session = Depends(get_session),
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
     rows, devices = PAGE_CACHE.get(session, ("matrix", settings.device), lambda: _matrix_rows(session, settings.device))
+    # A filter naming no measured device or no check is said, not answered with an empty matrix.
+    if query.device and query.device not in devices:
+        return not_found(request, "Device", f"No finished full run on “{query.device}”; measured devices: "
+                         f"{', '.join(devices) or 'none yet'}.", "/matrix", "Back to the matrix")
+    if query.check and query.check not in {c for r in rows for _, c in r.cells}:
+        return not_found(request, "Check", f"No results for a check named “{query.check}”.", "/matrix",
+                         "Back to the matrix")
     cols = mx.columns(rows, devices, query)
     shown = mx.apply(rows, cols, query)
     page_rows, page_no, pages = mx.paginate(shown, query.page)

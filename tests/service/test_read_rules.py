@@ -117,6 +117,8 @@ def test_an_unranked_catalog_has_no_top_n_and_says_so(sqlite_url: str, client) -
     ("/api/v1/diff", {"a": "nope", "b": "nope2"}, 404),
     ("/api/v1/architectures", {"device": "bad device"}, 422),
     ("/blockers", {"device": "tpu"}, 404),
+    ("/matrix", {"device": "tpu"}, 404),
+    ("/matrix", {"check": "frward"}, 404),
     ("/runs/nope", {}, 404),
 ])
 def test_every_read_route_answers_bad_input_with_404_or_422(client, path: str, params: dict, status: int) -> None:  # noqa: ANN001
