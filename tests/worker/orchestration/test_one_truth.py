@@ -140,3 +140,16 @@ def test_cli_api_and_pages_read_the_same_numbers(store_env: Path) -> None:
 
     # `compat show` reads the same latest results the API's architecture page does.
     assert "unsupported_dtype" in shown and "aten::cumsum (Int)" in shown
+
+
+def test_over_the_registry_the_cli_and_the_pages_say_unranked_and_show_no_top_n(store_env: Path) -> None:
+    out = _sweep(store_env, {}, "--source", "registry")  # every registry architecture passes (stand-in runner)
+    headline = re.search(r"run \w+ on cpu: (\d+) / (\d+) supported \(([\d.]+%)\); (.+)", out)
+    assert headline.group(4) == "unranked: Transformers' registry, alphabetical"
+    with TestClient(create_app(get_settings())) as client:
+        cov = client.get("/api/v1/coverage", params={"device": "cpu", "top_n": 10}).json()["items"][0]
+        overview = client.get("/").text
+    assert (cov["top_n"], cov["ranked"], str(cov["total"]), cov["percent"]) == (
+        None, False, headline.group(2), headline.group(3))
+    assert "unranked: Transformers&#39; registry, alphabetical" in overview
+    assert 'data-headline="top"' not in overview and "of the top" not in overview
