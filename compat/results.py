@@ -1,14 +1,15 @@
 """The one result schema (statuses, checks, result records, the versioned JSON report) and the pure rules over it.
 
-The worker writes these records; the service ingests and serves them; neither keeps a private copy. The rules
-(supported, coverage, blockers) are pure functions of records, shared by every reader.
+The worker writes these records; the service ingests and serves them; neither keeps a private copy. The read rules
+(supported, verdict, coverage and its headline, blockers and "unlocks") are pure functions here, shared by every
+reader: the CLI, the nightly gate, the API and the pages (docs/ARCHITECTURE.md, "Read rules").
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -40,6 +41,10 @@ FAILURE_STATUSES = frozenset(
      Status.CRASH, Status.TIMEOUT}
 )
 
+# Statuses that say nothing about the device: the CPU reference failed, the harness failed, or the check did not run.
+# Never a failure, never a regression, never a blocker.
+NO_VERDICT_STATUSES = frozenset({Status.REFERENCE_FAIL, Status.HARNESS_ERROR, Status.SKIPPED})
+
 
 class Check(StrEnum):
     LOAD = "load"
@@ -54,6 +59,31 @@ DEFAULT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE, 
 ALL_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, Check.COMPILE)
 # An architecture is *supported* on a device when these pass.
 SUPPORT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE)
+
+
+class Scope(StrEnum):
+    """How much of its catalog a run covered: every entry (``full``), or a selection (``--arch``, ``--limit``)."""
+
+    FULL = "full"
+    SELECTION = "selection"
+
+
+# Catalog sources whose order is a ranking (Hub downloads); the registry is Transformers' own order, unranked.
+RANKED_SOURCES = frozenset({"hub", "snapshot"})
+UNRANKED_LABEL = "unranked: Transformers' registry, alphabetical"
+
+
+def is_ranked(catalog_source: str) -> bool:
+    return catalog_source in RANKED_SOURCES
+
+
+def scope_label(catalog_source: str, snapshot_id: str | None, scope: str, size: int) -> str:
+    """What a run's numbers are a share of, in words: shown next to every headline."""
+    if scope == Scope.SELECTION:
+        return f"selection of {size} architecture(s), not the headline"
+    if not is_ranked(catalog_source):
+        return UNRANKED_LABEL
+    return f"Hub ranking by downloads, snapshot {snapshot_id or 'live'}"
 
 
 class Trigger(StrEnum):
@@ -140,10 +170,15 @@ class RunInfo(BaseModel):
     versions: dict[str, str] = Field(default_factory=dict)  # torch, transformers, neuron_compat...
     catalog_source: str = "registry"
     snapshot_id: str | None = None
+    scope: Scope = Scope.FULL  # the whole catalog, or a selection of it (never a headline)
     checks: list[Check] = Field(default_factory=lambda: list(DEFAULT_CHECKS))
     started: datetime = Field(default_factory=lambda: datetime.now(UTC))
     finished: datetime | None = None
     provenance: Provenance | None = None  # submission runs only
+    # How the run ended (running | complete | incomplete | interrupted) and how many planned results it lacks;
+    # written into the JSON report when the run closes (None: not known, e.g. a report written mid-run).
+    state: str | None = None
+    missing: int | None = None
 
 
 class OpTrace(BaseModel):
@@ -165,10 +200,18 @@ class Report(BaseModel):
     op_traces: list[OpTrace] = Field(default_factory=list)
 
 
+def is_supported_statuses(statuses: Mapping[str, str]) -> bool:
+    """Supported = every SUPPORT_CHECK present and passed (a pass with fallback still counts); other checks
+    (train, compile, the fine-tuning checks) never enter it. ``statuses``: check -> status, as strings."""
+    return all(statuses.get(str(c)) == Status.PASS.value for c in SUPPORT_CHECKS)
+
+
+def statuses_of(results: Iterable[ResultRecord]) -> dict[str, str]:
+    return {str(r.check): str(r.status) for r in results}
+
+
 def is_supported(results: Iterable[ResultRecord]) -> bool:
-    """Supported = every SUPPORT_CHECK present and passed (a pass with fallback still counts)."""
-    by_check = {r.check: r.status for r in results}
-    return all(by_check.get(c) == Status.PASS for c in SUPPORT_CHECKS)
+    return is_supported_statuses(statuses_of(results))
 
 
 def used_fallback(results: Iterable[ResultRecord]) -> bool:
@@ -190,19 +233,28 @@ def by_architecture(records: Iterable[ResultRecord]) -> dict[str, list[ResultRec
     return dict(out)
 
 
-def arch_verdict(records: list[ResultRecord]) -> str:
-    """One word per architecture: supported | supported_with_fallback | failing | reference_fail | skipped |
-    not_judged."""
-    if is_supported(records):
-        return "supported_with_fallback" if used_fallback(records) else "supported"
-    support = [r for r in records if r.check in SUPPORT_CHECKS]
-    if support and all(r.status == Status.SKIPPED for r in support):
+def verdict(statuses: Mapping[str, str], fallback: bool = False) -> str:
+    """One word per architecture from its check -> status map: supported | supported_with_fallback | failing |
+    reference_fail | skipped | not_judged. harness_error and reference_fail are never ``failing``."""
+    if is_supported_statuses(statuses):
+        return "supported_with_fallback" if fallback else "supported"
+    support = [statuses[str(c)] for c in SUPPORT_CHECKS if str(c) in statuses]
+    if support and all(s == Status.SKIPPED.value for s in support):
         return "skipped"
-    if any(r.status in FAILURE_STATUSES for r in support):
+    if any(Status(s) in FAILURE_STATUSES for s in support):
         return "failing"
-    if any(r.status == Status.REFERENCE_FAIL for r in support):
+    if any(s == Status.REFERENCE_FAIL.value for s in support):
         return "reference_fail"
-    return "not_judged"  # a support check was not run (e.g. --checks load,forward): no verdict either way
+    return "not_judged"  # a support check was not run, or ended harness_error: no verdict either way
+
+
+def arch_verdict(records: list[ResultRecord]) -> str:
+    return verdict(statuses_of(records), used_fallback(records))
+
+
+def percent(supported: int, total: int) -> str:
+    """The one spelling of a headline share, everywhere (CLI, pages, README): one decimal, e.g. ``63.5%``."""
+    return f"{100 * supported / total:.1f}%" if total else "0.0%"
 
 
 @dataclass
@@ -214,7 +266,17 @@ class Coverage:
 
     @property
     def supported(self) -> int:
+        """Out of the box: supported, CPU fallback allowed (the headline)."""
         return self.verdicts["supported"] + self.verdicts["supported_with_fallback"]
+
+    @property
+    def native(self) -> int:
+        """Supported with no op of a support check run on the CPU."""
+        return self.verdicts["supported"]
+
+    @property
+    def failing(self) -> int:
+        return self.verdicts["failing"]
 
     @property
     def runnable(self) -> int:
@@ -229,13 +291,16 @@ class Coverage:
         return sum(1 for recs in by_architecture(records).values() if all(r.status == Status.PASS for r in recs))
 
 
-def coverage(records: Iterable[ResultRecord]) -> Coverage:
+def coverage(records: Iterable[ResultRecord], catalog: Iterable[str] | None = None) -> Coverage:
+    """Verdict counts over ``catalog`` (the run's planned architectures: the denominator every reader uses; an
+    architecture without records is ``not_judged``), or over the architectures that have records."""
     records = list(records)
     cov = Coverage()
     groups = by_architecture(records)
-    cov.architectures = len(groups)
-    for recs in groups.values():
-        cov.verdicts[arch_verdict(recs)] += 1
+    names = list(dict.fromkeys(catalog)) if catalog is not None else list(groups)
+    cov.architectures = len(names)
+    for name in names:
+        cov.verdicts[arch_verdict(groups.get(name, []))] += 1
     for r in records:
         cov.per_check.setdefault(str(r.check), Counter())[str(r.status)] += 1
         if r.known_issue and r.status != Status.PASS:
@@ -257,16 +322,26 @@ class Blocker:
                 f"(blocks {len(self.architectures)})")
 
 
-def blockers(records: Iterable[ResultRecord], *, checks: Iterable[Check] = tuple(ALL_CHECKS)) -> list[Blocker]:
-    """Rank ops by how many architectures they block (ties: by how many they alone block, then name)."""
-    wanted = set(checks)
+def blockers(records: Iterable[ResultRecord], *, checks: Iterable[Check] = SUPPORT_CHECKS) -> list[Blocker]:
+    """Rank ops by how many architectures they block (ties: by how many they alone block, then name).
+
+    A blocker is an op named by a failing record (FAILURE_STATUSES) of a support check: what keeps an architecture
+    from being supported. It *unlocks* an architecture when every failing support check of it names this op and no
+    support check of it failed without naming one: implementing the op is, as far as recorded, all it lacks.
+    """
+    wanted = {str(c) for c in checks}
     blocked: dict[str, set[str]] = defaultdict(set)
     variants: dict[str, set[str]] = defaultdict(set)
     in_checks: dict[str, set[str]] = defaultdict(set)
     ops_of_arch: dict[str, set[str]] = defaultdict(set)
-    unexplained: set[str] = set()  # architectures with a failure that names no op: no single op unlocks them
+    unexplained: set[str] = set()  # a failure naming no op, or no verdict: no single op is known to unlock them
     for r in records:
-        if r.check not in wanted or r.status not in FAILURE_STATUSES:
+        if str(r.check) not in wanted:
+            continue
+        if r.status in (Status.REFERENCE_FAIL, Status.HARNESS_ERROR):
+            unexplained.add(r.architecture)  # no verdict about the device on that check: unlocking it is unknown
+            continue
+        if r.status not in FAILURE_STATUSES:
             continue
         if not r.blocking_op:
             unexplained.add(r.architecture)
@@ -281,4 +356,32 @@ def blockers(records: Iterable[ResultRecord], *, checks: Iterable[Check] = tuple
         alone = sorted(a for a in archs if ops_of_arch[a] == {op} and a not in unexplained)
         out.append(Blocker(op, sorted(archs), alone, sorted(variants[op]), sorted(in_checks[op])))
     out.sort(key=lambda b: (-len(b.architectures), -len(b.unlocks), b.op))
+    return out
+
+
+@dataclass
+class FallbackOp:
+    op: str  # aten::name
+    architectures: list[str]  # supported only through CPU fallback, this op among those that fell back
+    offloads: list[str]  # this op is the only one they run on the CPU: implemented natively, they become native
+
+    @property
+    def message(self) -> str:
+        return (f"implement {self.op} natively to take {len(self.offloads)} architecture(s) off the CPU "
+                f"(falls back in {len(self.architectures)})")
+
+
+def fallback_ranking(records: Iterable[ResultRecord]) -> list[FallbackOp]:
+    """Ops that supported architectures ran on the CPU fallback (in a support check), ranked by how many
+    architectures implementing each one natively takes off the CPU, then by how many use it, then name."""
+    ops_of: dict[str, set[str]] = {}
+    for arch, recs in by_architecture(records).items():
+        if arch_verdict(recs) == "supported_with_fallback":
+            ops_of[arch] = {op.split(" (")[0] for r in recs if r.check in SUPPORT_CHECKS for op in r.fallback_ops}
+    users: dict[str, set[str]] = defaultdict(set)
+    for arch, ops in ops_of.items():
+        for op in ops:
+            users[op].add(arch)
+    out = [FallbackOp(op, sorted(archs), sorted(a for a in archs if ops_of[a] == {op})) for op, archs in users.items()]
+    out.sort(key=lambda f: (-len(f.offloads), -len(f.architectures), f.op))
     return out

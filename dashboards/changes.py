@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from service.schemas import HistoryPoint, RunDiff
+from service.schemas import ArchitectureDiff, HistoryPoint
 
 
-def changed_cells(diff: RunDiff, device: str) -> dict[str, set[tuple[str, str]]]:
+def changed_cells(diff: ArchitectureDiff, device: str) -> dict[str, set[tuple[str, str]]]:
     """architecture -> {(device, check)} whose status differs between the diff's runs a and b.
 
     Architectures new in b are not "changed": there is nothing to compare them with.

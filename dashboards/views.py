@@ -103,6 +103,13 @@ def matrix(request: Request, session: Session = Depends(get_session),
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
     rows, devices = PAGE_CACHE.get(session, ("matrix", settings.device), lambda: _matrix_rows(session, settings.device))
+    # A filter naming no measured device or no check is said, not answered with an empty matrix.
+    if query.device and query.device not in devices:
+        return not_found(request, "Device", f"No finished full run on “{query.device}”; measured devices: "
+                         f"{', '.join(devices) or 'none yet'}.", "/matrix", "Back to the matrix")
+    if query.check and query.check not in {c for r in rows for _, c in r.cells}:
+        return not_found(request, "Check", f"No results for a check named “{query.check}”.", "/matrix",
+                         "Back to the matrix")
     cols = mx.columns(rows, devices, query)
     shown = mx.apply(rows, cols, query)
     page_rows, page_no, pages = mx.paginate(shown, query.page)
@@ -143,9 +150,7 @@ def architecture(name: str, request: Request, session: Session = Depends(get_ses
     except queries.NotFound:
         return not_found(request, "Architecture", f"No architecture named “{name}” has been catalogued or run.",
                          "/matrix", "Back to the matrix")
-    latest_run: dict[str, str] = {}
-    for h in d.history:  # newest first: the first point per device is the run ``latest`` came from
-        latest_run.setdefault(h.device, h.run_id)
+    latest_run = d.latest_runs  # device -> the run ``latest`` came from (the read rule, not the newest point)
     base = str(request.base_url).rstrip("/")
     badge = f"[![neuron-compat: {d.name}]({base}{d.badge_url})]({base}/architectures/{d.name})"
     history_checks = [str(c) for c in ALL_CHECKS if any(str(c) in h.statuses for h in d.history)]
@@ -161,9 +166,10 @@ def blockers(request: Request, session: Session = Depends(get_session)) -> HTMLR
     """Ops ranked by how many architectures they block, each linking to those architectures."""
     devices = queries.device_names(session)
     device = request.query_params.get("device") or None
-    if device not in devices:
-        device = None
-    data = queries.blockers(session, device=device)
+    try:
+        data = queries.blockers(session, device=device)
+    except queries.NotFound as exc:  # an unknown device, or one with no finished full run: said, not ignored
+        return not_found(request, "Device", f"{exc}.", "/blockers", "All devices")
     return render(request, "blockers.html", page_title="Op blockers", data=data, devices=devices, device=device)
 
 

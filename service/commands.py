@@ -1,4 +1,4 @@
-"""The service's CLI actions (``compat db upgrade``, ``compat token create``) as functions.
+"""The service's CLI actions (``compat db upgrade``, ``compat token create``, ``compat runs reap``) as functions.
 
 ``worker/orchestration/cli.py`` wires them into the ``compat`` command (importing this module only when one runs).
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from service import db
 from service.auth import create_token
+from service.lifecycle import reap
 
 
 def db_upgrade(database_url: str | None = None) -> str:
@@ -19,3 +20,10 @@ def token_create(name: str, database_url: str | None = None) -> str:
     db.upgrade(database_url)
     with db.session_scope(database_url) as session:
         return create_token(session, name)
+
+
+def runs_reap(database_url: str | None = None) -> list[tuple[str, str]]:
+    """Mark runs whose owner is lost ``interrupted`` (``service.lifecycle.reap``); (run id, reason) of each."""
+    db.upgrade(database_url)
+    with db.session_scope(database_url) as session:
+        return reap(session)

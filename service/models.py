@@ -72,8 +72,9 @@ class Run(Base):
     device_info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     started: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # running -> complete | incomplete (set by finish_run)
-    state: Mapped[str] = mapped_column(String(16), default="running")
+    # running -> complete | incomplete (finish_run) | interrupted (owner lost: service.lifecycle.reap);
+    # interrupted -> running again on ``compat sweep --resume`` (migration 0007 indexes it: reads reap by it).
+    state: Mapped[str] = mapped_column(String(16), default="running", index=True)
     planned_count: Mapped[int] = mapped_column(Integer, default=0)
     # Roll-ups written by finish_run so run lists and coverage history need not scan results.
     arch_count: Mapped[int | None] = mapped_column(Integer)
@@ -86,6 +87,13 @@ class Run(Base):
     submitted_model_id: Mapped[str | None] = mapped_column(String(96))
     submitted_revision: Mapped[str | None] = mapped_column(String(128))
     config_digest: Mapped[str | None] = mapped_column(String(64))
+    # Catalog scope (0007): "full" = every entry of its catalog, "selection" = --arch/--limit (never a headline).
+    scope: Mapped[str] = mapped_column(String(16), default="full", server_default="full")
+    # Owner (0007): the process that runs it; a dead owner or a silent heartbeat makes the run ``interrupted``.
+    owner_host: Mapped[str | None] = mapped_column(String(256))
+    owner_pid: Mapped[int | None] = mapped_column(Integer)
+    heartbeat: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    end_reason: Mapped[str | None] = mapped_column(Text)  # why it was interrupted
 
     __table_args__ = (Index("ix_runs_device_started", "device", "started"),)
 

@@ -1,6 +1,9 @@
-"""Read functions shared by the REST routers and the dashboard pages: session in, pydantic schemas out.
+"""Read functions shared by the REST routers, the dashboard pages and the CLI: session in, pydantic schemas out.
 
-"Latest run" of a device means its newest finished sweep (submission runs never change the headline).
+The read rules (docs/ARCHITECTURE.md, "Read rules") are applied here and nowhere else: which run (latest, headline,
+baseline) is ``service.runs``; supported, blockers/unlocks, ops on the CPU and regressions are the pure rules of
+``compat.results`` and ``compat.diff``. Reads first mark runs whose owner is lost ``interrupted``
+(``service.lifecycle.reap``), so no page shows a dead run as in progress.
 """
 
 from __future__ import annotations
@@ -10,47 +13,62 @@ from enum import StrEnum
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
-from compat.results import Status, Trigger
+from compat.diff import FINISHED_STATES, diff_results
+from compat.results import (
+    Scope,
+    Status,
+    Trigger,
+    fallback_ranking,
+    is_ranked,
+    is_supported_statuses,
+    percent,
+    scope_label,
+    verdict,
+)
+from compat.results import blockers as rank_blockers
 from service import schemas as S
 from service.declared_support import declared_lists
+from service.lifecycle import reap
 from service.models import Architecture, Device, Result, Run, Submission
-from service.rollup import ArchOutcome, CatalogRow, is_supported_statuses, run_counts, run_view
-from service.store import aware, latest_results_in, row_to_record
+from service.records import aware, row_to_record
+from service.rollup import ArchOutcome, CatalogRow, run_counts, run_view
+from service.runs import (
+    NotFound,
+    baseline_run,
+    check_device,
+    device_names,
+    get_run_row,
+    latest_results_in,
+    latest_run,
+    latest_runs_of,
+    run_records,
+    selection_of,
+)
 
 StatusFilter = StrEnum("StatusFilter", {**{s.name: s.value for s in Status},
                                         "SUPPORTED": "supported", "UNSUPPORTED": "unsupported"})
-
-
-class NotFound(LookupError):
-    """The requested run/architecture/submission does not exist (the API maps it to 404)."""
-
-
+_ORDER = (Run.started.desc(), Run.id.desc())
 def _frac(a: int, b: int) -> float:
     return round(a / b, 4) if b else 0.0
 
 
-def latest_run(session: Session, device: str) -> Run | None:
-    base = select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION))
-    order = (Run.started.desc(), Run.id.desc())
-    run = session.scalars(base.where(Run.state != "running").order_by(*order).limit(1)).first()
-    return run or session.scalars(base.order_by(*order).limit(1)).first()
-
-
-def device_names(session: Session) -> list[str]:
-    return list(session.scalars(select(Device.name).order_by(Device.name)))
-
-
 def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[Run]:
+    """One run (``run_id``), or the headline run of ``device`` (NotFound when it has none), or of every device."""
     if run_id is not None:
-        run = session.get(Run, run_id)
-        if run is None:
-            raise NotFound(f"run {run_id!r} not found")
+        run = get_run_row(session, run_id)
+        if device is not None and run.device != device:
+            raise NotFound(f"run {run_id!r} is on {run.device!r}, not {device!r}")
         return [run]
-    devices = [device] if device is not None else device_names(session)
-    return [r for r in (latest_run(session, d) for d in devices) if r is not None]
+    if device is not None:
+        run = latest_run(session, check_device(session, device))
+        if run is None:
+            raise NotFound(f"no finished full run on {device!r} yet")
+        return [run]
+    return [r for r in (latest_run(session, d) for d in device_names(session)) if r is not None]
 
 
 def list_devices(session: Session) -> list[S.DeviceOut]:
+    """Every measured device with its headline run (``last_run_id``: the latest full finished run)."""
     out = []
     for d in session.scalars(select(Device).order_by(Device.name)):
         run = latest_run(session, d.name)
@@ -63,10 +81,13 @@ def list_devices(session: Session) -> list[S.DeviceOut]:
 def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceCoverage:
     view = run_view(session, run)
     outcomes = view.outcomes
+    ranked = is_ranked(run.catalog_source)
+    top_n = top_n if ranked else None  # an unranked catalog has no "top N"
     catalog = view.catalog[:top_n] if top_n is not None else view.catalog
     names = [c.architecture for c in catalog]
     total = len(names)
     sup = [a for a in names if a in outcomes and outcomes[a].supported]
+    native = sum(1 for a in sup if not outcomes[a].fallback)
     per_check = []
     for check in run.checks or []:
         passed = sum(1 for a in names if a in outcomes and outcomes[a].statuses.get(check) == Status.PASS)
@@ -74,8 +95,13 @@ def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceC
     return S.DeviceCoverage(
         device=run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
         simulated=bool((run.device_info or {}).get("simulated", False)), top_n=top_n, total=total,
-        supported=len(sup), fraction=_frac(len(sup), total),
-        supported_with_fallback=sum(1 for a in sup if outcomes[a].fallback), per_check=per_check,
+        supported=len(sup), fraction=_frac(len(sup), total), percent=percent(len(sup), total),
+        supported_with_fallback=len(sup) - native, per_check=per_check, native=native,
+        native_percent=percent(native, total), profile=((run.device_info or {}).get("details") or {}).get("profile"),
+        failing=sum(1 for a in names if a in outcomes
+                    and verdict(outcomes[a].statuses, outcomes[a].fallback) == "failing"),
+        catalog_source=run.catalog_source, snapshot_id=run.snapshot_id, scope=run.scope, ranked=ranked,
+        scope_label=scope_label(run.catalog_source, run.snapshot_id, run.scope, len(view.catalog)),
     )
 
 
@@ -86,7 +112,11 @@ def coverage(session: Session, device: str | None = None, run_id: str | None = N
 
 
 def coverage_history(session: Session, device: str) -> S.CoverageHistory:
-    runs = session.scalars(select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION))
+    """Supported/total of every finished full run of ``device`` (selections and unfinished runs would draw drops
+    that are not there)."""
+    check_device(session, device)
+    runs = session.scalars(select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION),
+                                             Run.scope == str(Scope.FULL), Run.state.in_(FINISHED_STATES))
                            .order_by(Run.started, Run.id)).all()
     points = []
     for run in runs:
@@ -125,7 +155,7 @@ def _matches(o: ArchOutcome | None, status: str | None, check: str | None) -> bo
 def list_architectures(session: Session, *, status: str | None = None, check: str | None = None,
                        device: str | None = None, q: str | None = None, page: int = 1,
                        per_page: int = 50) -> S.ArchitecturePage:
-    """Architectures in each device's latest run, by rank; status may also be supported/unsupported."""
+    """Architectures in each device's headline run, by rank; status may also be supported/unsupported."""
     status = str(status) if status is not None else None
     check = str(check) if check is not None else None
     needle = q.lower() if q else None
@@ -171,6 +201,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
         downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
         remote_code=arch.remote_code if arch else False, latest=latest, supported=supported,
+        latest_runs=latest_runs_of(session, name),
         history=list(history.values()),
         blocking_op=next((r.blocking_op for r in latest if r.blocking_op), None),
         error=f"{failing.error.type}: {failing.error.message}" if failing and failing.error else None,
@@ -180,21 +211,25 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
 
 
 def _summary(session: Session, run: Run) -> dict:
-    if run.supported_count is None or run.state == "running":
+    if run.supported_count is None or run.state not in FINISHED_STATES:
         total, supported, results = run_counts(session, run)
     else:
         total, supported, results = run.arch_count or 0, run.supported_count, run.result_count or 0
+    planned = run.planned_count or 0
     return dict(id=run.id, trigger=run.trigger, device=run.device, state=run.state, started=aware(run.started),
                 finished=aware(run.finished), catalog_source=run.catalog_source, snapshot_id=run.snapshot_id,
-                versions=run.versions or {}, checks=run.checks or [], planned=run.planned_count,
-                results=results, total=total, supported=supported)
+                scope=run.scope, scope_label=scope_label(run.catalog_source, run.snapshot_id, run.scope, total),
+                versions=run.versions or {}, checks=run.checks or [], planned=planned,
+                results=results, missing=max(0, planned - results), total=total, supported=supported,
+                end_reason=run.end_reason)
 
 
 def list_runs(session: Session, *, device: str | None = None, trigger: str | None = None,
               state: str | None = None, page: int = 1, per_page: int = 50) -> S.RunPage:
+    reap(session)
     cond = []
     if device is not None:
-        cond.append(Run.device == device)
+        cond.append(Run.device == check_device(session, device))
     if trigger is not None:
         cond.append(Run.trigger == str(trigger))
     if state is not None:
@@ -207,16 +242,11 @@ def list_runs(session: Session, *, device: str | None = None, trigger: str | Non
 
 
 def previous_run_id(session: Session, run_id: str) -> str | None:
-    """The newest finished run before ``run_id`` on the same device with the same trigger (what "last night"
-    means); None for an unknown run or the first one."""
+    """The baseline of ``run_id`` with its own trigger (what "last night" means); None for an unknown run or the
+    first one."""
     run = session.get(Run, run_id)
-    if run is None:
-        return None
-    q = (select(Run.id)
-         .where(Run.device == run.device, Run.trigger == run.trigger, Run.state != "running",
-                (Run.started < run.started) | ((Run.started == run.started) & (Run.id < run.id)))
-         .order_by(Run.started.desc(), Run.id.desc()).limit(1))
-    return session.scalar(q)
+    base = baseline_run(session, run_id, trigger=run.trigger) if run is not None else None
+    return base.id if base is not None else None
 
 
 def result_logs(session: Session, run_id: str, architecture: str) -> list[S.LogEntry]:
@@ -240,9 +270,7 @@ def store_fingerprint(session: Session) -> tuple:
 
 
 def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.RunDetail:
-    run = session.get(Run, run_id)
-    if run is None:
-        raise NotFound(f"run {run_id!r} not found")
+    run = get_run_row(session, run_id)
     counts = dict(session.execute(select(Result.status, func.count()).where(Result.run_id == run_id)
                                   .group_by(Result.status)).all())
     results = []
@@ -254,58 +282,87 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
                        result_list=results)
 
 
-def diff_runs(session: Session, a: str, b: str) -> S.RunDiff:
-    """Regressions (supported in a, not b), fixes, new and removed architectures, other check changes."""
-    ra, rb = session.get(Run, a), session.get(Run, b)
-    for rid, run in ((a, ra), (b, rb)):
-        if run is None:
-            raise NotFound(f"run {rid!r} not found")
+def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:
+    """Run a to run b by architecture, by the gate's rule (``compat.diff.diff_results``); a selection run b is
+    compared over its own selection."""
+    ra, rb = get_run_row(session, a), get_run_row(session, b)
     va, vb = run_view(session, ra), run_view(session, rb)
-    oa, ob = va.outcomes, vb.outcomes
+    only = selection_of(session, b)
+    keep = set(only) if only is not None else None
+    oa = {n: o for n, o in va.outcomes.items() if keep is None or n in keep}
+    ob = {n: o for n, o in vb.outcomes.items() if keep is None or n in keep}
+    diff = diff_results(run_records(session, a), run_records(session, b), baseline_run=a, current_run=b, only=only)
+    regressed, fixed = set(diff.regressed_architectures), set(diff.fixed_architectures)
+    by_arch: dict[str, set[str]] = {}
+    for c in (*diff.regressions, *diff.fixes):
+        by_arch.setdefault(c.architecture, set()).add(c.check)
     ranks = {c.architecture: c.rank for c in va.catalog} | {c.architecture: c.rank for c in vb.catalog}
-    out = S.RunDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[])
+    out = S.ArchitectureDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[],
+                    regressed_checks=len(diff.regressions), fixed_checks=len(diff.fixes),
+                    missing_checks=len(diff.missing))
     for name in sorted(set(oa) | set(ob), key=lambda n: (ranks.get(n, 10**9), n)):
         x, y = oa.get(name), ob.get(name)
         before, after = (x.statuses if x else {}), (y.statuses if y else {})
         changed = sorted(c for c in set(before) | set(after) if before.get(c) != after.get(c))
         entry = S.DiffEntry(architecture=name, rank=ranks.get(name), before=before, after=after,
                             changed_checks=changed)
-        if x is None:
+        if name in regressed:
+            out.regressions.append(entry)
+        elif name in fixed:
+            out.fixes.append(entry)
+        elif x is None:
             out.new.append(entry)
         elif y is None:
             out.removed.append(entry)
-        elif x.supported and not y.supported:
-            out.regressions.append(entry)
-        elif y.supported and not x.supported:
-            out.fixes.append(entry)
         elif changed:
             out.changed.append(entry)
     return out
 
 
 def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:
-    """Ops ranked by how many architectures they block (latest run per device, or one run)."""
-    runs = _runs_for(session, device, run_id)
-    by_op: dict[str, dict[str, int]] = {}
-    for run in runs:
-        for name, o in run_view(session, run).outcomes.items():
-            if o.blocking_op and not o.supported:
-                rank = o.rank if o.rank is not None else 10**9
-                by_op.setdefault(o.blocking_op, {})[name] = min(rank, by_op.get(o.blocking_op, {}).get(name, rank))
-    items = []
-    for op, archs in by_op.items():
-        ordered = sorted(archs, key=lambda n: (archs[n], n))
-        best = archs[ordered[0]]
-        items.append(S.Blocker(op=op, count=len(archs), architectures=ordered,
-                               best_rank=best if best < 10**9 else None))
-    items.sort(key=lambda b: (-b.count, b.best_rank if b.best_rank is not None else 10**9, b.op))
-    return S.Blockers(device=device, run_id=run_id, items=items)
+    """``compat.results.blockers`` over the headline run of each device (or of ``device``, or one run), merged
+    across devices by op; architectures by rank."""
+    by_op: dict[str, S.Blocker] = {}
+    on_cpu: dict[str, S.FallbackOp] = {}
+    ranks: dict[str, int] = {}
+    for run in _runs_for(session, device, run_id):
+        view = run_view(session, run)
+        ranks.update({c.architecture: c.rank for c in view.catalog if c.architecture not in ranks})
+        records = run_records(session, run.id)
+        for f in fallback_ranking(records):
+            item = on_cpu.setdefault(f.op, S.FallbackOp(op=f.op, count=0, architectures=[]))
+            item.architectures = sorted(set(item.architectures) | set(f.architectures))
+            item.offloads = sorted(set(item.offloads) | set(f.offloads))
+            item.count = len(item.architectures)
+        for b in rank_blockers(records):
+            item = by_op.setdefault(b.op, S.Blocker(op=b.op, count=0, architectures=[]))
+            item.architectures = sorted(set(item.architectures) | set(b.architectures))
+            item.unlocks = sorted(set(item.unlocks) | set(b.unlocks))
+            item.variants = sorted(set(item.variants) | set(b.variants))
+            item.checks = sorted(set(item.checks) | set(b.checks))
+    big = 10**9
+    for item in by_op.values():
+        item.count = len(item.architectures)
+        item.architectures.sort(key=lambda n: (ranks.get(n, big), n))
+        item.unlocks.sort(key=lambda n: (ranks.get(n, big), n))
+        best = min((ranks.get(n, big) for n in item.architectures), default=big)
+        item.best_rank = best if best < big else None
+    items = sorted(by_op.values(), key=lambda b: (-b.count, -len(b.unlocks), b.op))
+    fallback = sorted(on_cpu.values(), key=lambda f: (-len(f.offloads), -f.count, f.op))
+    return S.Blockers(device=device, run_id=run_id, items=items, fallback=fallback)
 
 
 def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredCoverage:
-    """Declared lists and measured devices over the same top-N of the ranked catalog, in one table."""
-    q = select(Architecture.name).order_by(Architecture.rank, Architecture.name)
-    names = list(session.scalars(q.limit(top_n) if top_n is not None else q))
+    """Declared lists and measured devices over one denominator: the catalog of the newest full finished run (its
+    top N when that catalog is ranked; all of it, unranked, when it is Transformers' registry)."""
+    ref = session.scalars(select(Run).where(Run.trigger != str(Trigger.SUBMISSION), Run.scope == str(Scope.FULL),
+                                            Run.state.in_(FINISHED_STATES)).order_by(*_ORDER).limit(1)).first()
+    if ref is None:
+        return S.DeclaredCoverage(top_n=None, total=0, rows=[])
+    ranked = is_ranked(ref.catalog_source)
+    top_n = top_n if ranked else None
+    catalog = run_view(session, ref).catalog
+    names = [c.architecture for c in (catalog[:top_n] if top_n is not None else catalog)]
     total = len(names)
     rows = []
     for dl in declared_lists():
@@ -322,7 +379,8 @@ def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredC
         rows.append(S.DeclaredCoverageRow(kind="measured", name=dev, label=f"measured on {dev}, run {run.id}",
                                           run_id=run.id, supported=len(sup), total=total,
                                           fraction=_frac(len(sup), total), architectures=sup))
-    return S.DeclaredCoverage(top_n=top_n, total=total, rows=rows)
+    return S.DeclaredCoverage(top_n=top_n, total=total, rows=rows, run_id=ref.id, ranked=ranked,
+                              scope_label=scope_label(ref.catalog_source, ref.snapshot_id, ref.scope, len(catalog)))
 
 
 def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:

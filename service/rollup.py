@@ -1,7 +1,7 @@
 """Per-run roll-ups shared by the store and the queries: statuses by architecture, catalog, support counts.
 
 Roll-ups are cached per process, keyed by the run's ``data_version`` (bumped on every write), so they are
-never stale; ``is_supported_statuses`` is pure.
+never stale. The support rule is ``compat.results.is_supported_statuses``, not a copy.
 """
 
 from __future__ import annotations
@@ -13,17 +13,12 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from compat.results import ALL_CHECKS, SUPPORT_CHECKS, Status
+from compat.results import ALL_CHECKS, SUPPORT_CHECKS, Status, is_supported_statuses
 from service.models import Result, Run, RunArchitecture
 
 _SUPPORT = tuple(str(c) for c in SUPPORT_CHECKS)
 _PASS = str(Status.PASS)
 _CHECK_ORDER = {str(c): i for i, c in enumerate(ALL_CHECKS)}
-
-
-def is_supported_statuses(statuses: dict[str, str]) -> bool:
-    """Supported = every support check present and passed (mirrors ``compat.results.is_supported``)."""
-    return all(statuses.get(c) == _PASS for c in _SUPPORT)
 
 
 @dataclass

@@ -30,12 +30,24 @@ class DeviceCoverage(BaseModel):
     run_started: datetime
     run_state: str
     simulated: bool = False
-    top_n: int | None = None
+    top_n: int | None = None  # None over an unranked catalog: there is no "top N" of it
     total: int
     supported: int
     fraction: float
+    percent: str = ""  # compat.results.percent: the one spelling of the share, e.g. "63.5%"
     supported_with_fallback: int = 0
+    # Per-device report: out of the box (= supported, fallback allowed), native (no support-check op on the CPU),
+    # failing (a device failure on a support check); ``profile``: the device's op-table profile, when it has one.
+    native: int = 0
+    native_percent: str = ""
+    failing: int = 0
+    profile: str | None = None
     per_check: list[CheckCoverage] = Field(default_factory=list)
+    catalog_source: str = "registry"
+    snapshot_id: str | None = None
+    scope: str = "full"
+    ranked: bool = False  # the catalog is a ranking (Hub downloads); else Transformers' registry order
+    scope_label: str = ""  # compat.results.scope_label: what the share is a share of
 
 
 class Coverage(BaseModel):
@@ -98,7 +110,8 @@ class ArchitectureDetail(BaseModel):
     downloads: int = 0
     representative: str | None = None
     remote_code: bool = False
-    latest: list[ResultRecord]  # newest run per device
+    latest: list[ResultRecord]  # per device, from its newest finished run that has this architecture
+    latest_runs: dict[str, str] = Field(default_factory=dict)  # device -> the run ``latest`` came from
     supported: dict[str, bool]  # device -> supported in its newest run
     history: list[HistoryPoint]  # newest first
     blocking_op: str | None = None
@@ -116,12 +129,16 @@ class RunSummary(BaseModel):
     finished: datetime | None = None
     catalog_source: str
     snapshot_id: str | None = None
+    scope: str = "full"  # "full" (the whole catalog) or "selection" (--arch/--limit): never a headline
+    scope_label: str = ""
     versions: dict[str, Any] = Field(default_factory=dict)
     checks: list[str] = Field(default_factory=list)
     planned: int
     results: int
+    missing: int = 0  # planned results not stored
     total: int  # architectures in the run's catalog
     supported: int
+    end_reason: str | None = None  # why an interrupted run was interrupted
 
 
 class RunPage(BaseModel):
@@ -154,29 +171,49 @@ class DiffEntry(BaseModel):
     changed_checks: list[str] = Field(default_factory=list)
 
 
-class RunDiff(BaseModel):
-    """Architecture-level change from run a to run b (supported = every support check passes)."""
+class ArchitectureDiff(BaseModel):
+    """Run a to run b by architecture, from ``compat.diff.diff_results`` (the gate's rule): an architecture
+    regressed when some check of it passed in a and is a device failure in b; fixed when some check went from a
+    device failure to pass and none regressed. Counts of checks are kept too (the gate prints them)."""
 
     a: str
     b: str
-    regressions: list[DiffEntry]  # supported in a, not in b
-    fixes: list[DiffEntry]  # not supported in a, supported in b
+    regressions: list[DiffEntry]  # some check: pass in a, a failure status in b (changed_checks: those checks)
+    fixes: list[DiffEntry]  # some check: a failure status in a, pass in b; none regressed
     new: list[DiffEntry]  # only in b
-    removed: list[DiffEntry]  # only in a
+    removed: list[DiffEntry]  # only in a (within b's selection when b is a selection run)
     changed: list[DiffEntry] = Field(default_factory=list)  # other per-check status changes
+    regressed_checks: int = 0
+    fixed_checks: int = 0
+    missing_checks: int = 0  # passed in a, no verdict or absent in b: never a regression
 
 
 class Blocker(BaseModel):
+    """``compat.results.blockers``: an op failing support checks, the architectures it blocks and unlocks."""
+
     op: str
-    count: int
+    count: int  # architectures blocked
     architectures: list[str]  # by rank
+    unlocks: list[str] = Field(default_factory=list)  # blocked by this op alone
+    variants: list[str] = Field(default_factory=list)  # e.g. "aten::histc (Long)"
+    checks: list[str] = Field(default_factory=list)
     best_rank: int | None = None
+
+
+class FallbackOp(BaseModel):
+    """``compat.results.fallback_ranking``: an op supported architectures ran on the CPU fallback."""
+
+    op: str
+    count: int  # architectures that ran it on the CPU
+    architectures: list[str]
+    offloads: list[str] = Field(default_factory=list)  # its only fallback op: implemented, they become native
 
 
 class Blockers(BaseModel):
     device: str | None
     run_id: str | None
     items: list[Blocker]
+    fallback: list[FallbackOp] = Field(default_factory=list)
 
 
 class DeclaredCoverageRow(BaseModel):
@@ -192,9 +229,12 @@ class DeclaredCoverageRow(BaseModel):
 
 
 class DeclaredCoverage(BaseModel):
-    top_n: int | None
+    top_n: int | None  # None over an unranked catalog
     total: int
     rows: list[DeclaredCoverageRow]
+    run_id: str | None = None  # the full run whose catalog is the denominator
+    ranked: bool = False
+    scope_label: str = ""
 
 
 class DeviceOut(BaseModel):

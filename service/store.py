@@ -5,6 +5,7 @@ Ingest is idempotent: one row per (run, architecture, device, check); a re-deliv
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
@@ -12,15 +13,20 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from compat.lifecycle import DEFAULT_SILENCE_S
 from compat.results import (
     ArchitectureEntry,
-    ErrorInfo,
+    Check,
+    DeviceInfo,
     OpTrace,
+    Provenance,
     ResultRecord,
     RunInfo,
+    Scope,
     Trigger,
 )
-from service import db
+from service import db, runs
+from service.lifecycle import reap, this_host
 from service.models import (
     Architecture,
     Device,
@@ -31,54 +37,16 @@ from service.models import (
     RunArchitecture,
     Submission,
 )
+from service.records import aware, record_to_row, row_to_record
 from service.rollup import run_counts
 
 RESULT_KEY = ("run_id", "architecture", "device", "check")
 SUBMISSION_STATES = ("queued", "running", "done", "failed")
+RESUMABLE_STATES = ("interrupted", "incomplete")
 
 
-def aware(value: datetime | None) -> datetime | None:
-    """SQLite drops tzinfo; every stored time is UTC, so put it back."""
-    if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value
-
-
-def record_to_row(run_id: str, rec: ResultRecord) -> dict:
-    return {
-        "run_id": run_id,
-        "architecture": rec.architecture,
-        "device": rec.device,
-        "check": str(rec.check),
-        "status": str(rec.status),
-        "rank": rec.rank,
-        "metrics": rec.metrics,
-        "blocking_op": rec.blocking_op,
-        "error_type": rec.error.type if rec.error else None,
-        "error_message": rec.error.message if rec.error else None,
-        "error_traceback": rec.error.traceback if rec.error else None,
-        "reason": rec.reason,
-        "fallback_ops": list(rec.fallback_ops),
-        "has_fallback": bool(rec.fallback_ops),
-        "known_issue": rec.known_issue,
-        "duration_s": rec.duration_s,
-        "peak_mem_mb": rec.peak_mem_mb,
-        "repro": rec.repro,
-        "log": rec.log,
-    }
-
-
-def row_to_record(row: Result) -> ResultRecord:
-    error = None
-    if row.error_type is not None or row.error_message is not None:
-        error = ErrorInfo(type=row.error_type or "", message=row.error_message or "",
-                          traceback=row.error_traceback)
-    return ResultRecord(
-        architecture=row.architecture, rank=row.rank, device=row.device, check=row.check,
-        status=row.status, metrics=row.metrics or {}, blocking_op=row.blocking_op, error=error,
-        reason=row.reason, fallback_ops=row.fallback_ops or [], known_issue=row.known_issue,
-        duration_s=row.duration_s, peak_mem_mb=row.peak_mem_mb, repro=row.repro, log=row.log,
-    )
+class RunStateError(ValueError):
+    """A run cannot do what was asked in its state (resume a complete run, or one whose owner is alive)."""
 
 
 def _upsert(session: Session, model: type, rows: list[dict], key: Iterable[str]) -> None:
@@ -126,11 +94,15 @@ class Store:
     # -- writes ---------------------------------------------------------------------------------
 
     def start_run(self, run: RunInfo, architectures: list[ArchitectureEntry],
-                  planned: list[tuple[str, str, str]]) -> str:
+                  planned: list[tuple[str, str, str]], *, owned: bool = True) -> str:
         """Record a run, its catalog and its planned result keys; calling it again for the same id is a no-op
-        apart from adding keys/architectures not seen before."""
+        apart from adding keys/architectures not seen before. ``owned``: this process runs it (its host and pid are
+        the owner, checked by ``reap``); a run fanned out to a broker has no owner process, only its heartbeat.
+        Runs whose owner was lost are marked ``interrupted`` first (the "next start" of the lifecycle rule)."""
         dev = run.device
+        now = datetime.now(UTC)
         with self.session() as s:
+            reap(s)
             _upsert(s, Device, [{
                 "name": dev.name, "simulated": dev.simulated, "description": dev.description,
                 "torch_version": dev.torch_version, "backend_version": dev.backend_version,
@@ -146,7 +118,9 @@ class Store:
                     state="running", submission_id=prov.submission_id if prov else None,
                     submitted_model_id=prov.model_id if prov else None,
                     submitted_revision=prov.revision if prov else None,
-                    config_digest=prov.config_digest if prov else None,
+                    config_digest=prov.config_digest if prov else None, scope=str(run.scope),
+                    owner_host=this_host() if owned else None, owner_pid=os.getpid() if owned else None,
+                    heartbeat=now,
                 ))
                 s.flush()
             if run.trigger != Trigger.SUBMISSION:
@@ -179,8 +153,14 @@ class Store:
             if s.get(Run, run_id) is None:
                 raise KeyError(f"unknown run {run_id!r}: call start_run first")
             _upsert(s, Result, [record_to_row(run_id, r) for r in by_key.values()], RESULT_KEY)
-            # In SQL, not read-modify-write: concurrent writers must each bump it.
-            s.execute(update(Run).where(Run.id == run_id).values(data_version=Run.data_version + 1))
+            # In SQL, not read-modify-write: concurrent writers must each bump it. A stored result is a heartbeat.
+            s.execute(update(Run).where(Run.id == run_id).values(data_version=Run.data_version + 1,
+                                                                 heartbeat=datetime.now(UTC)))
+
+    def heartbeat(self, run_id: str) -> None:
+        """The owner is alive (the sweep ticks this every ``compat.lifecycle.HEARTBEAT_S``)."""
+        with self.session() as s:
+            s.execute(update(Run).where(Run.id == run_id).values(heartbeat=datetime.now(UTC)))
 
     def add_op_traces(self, run_id: str, traces: list[OpTrace]) -> None:
         by_arch = {t.architecture: t for t in traces}
@@ -195,18 +175,55 @@ class Store:
             run = s.get(Run, run_id)
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
-            missing = s.scalar(
-                select(func.count()).select_from(PlannedResult).outerjoin(
-                    Result,
-                    (Result.run_id == PlannedResult.run_id) & (Result.architecture == PlannedResult.architecture)
-                    & (Result.device == PlannedResult.device) & (Result.check == PlannedResult.check),
-                ).where(PlannedResult.run_id == run_id, Result.id.is_(None))
-            )
+            missing = runs.missing_count(s, run_id)
             run.state = "complete" if missing == 0 else "incomplete"
+            run.end_reason = None
             run.arch_count, run.supported_count, run.result_count = run_counts(s, run)
             run.data_version = (run.data_version or 0) + 1
             run.finished = datetime.now(UTC)
             return run.state
+
+    def reap(self, *, silence_s: float = DEFAULT_SILENCE_S, run_id: str | None = None) -> list[tuple[str, str]]:
+        """``compat runs reap``: mark runs whose owner is lost ``interrupted``; (run id, reason) of each."""
+        with self.session() as s:
+            return reap(s, silence_s=silence_s, run_id=run_id)
+
+    def resume_run(self, run_id: str) -> tuple[RunInfo, list[tuple[str, str, str]], set[tuple[str, str, str]]]:
+        """Take over an interrupted (or incomplete) run: this process becomes its owner and it is ``running`` again.
+        Returns the run, its planned keys and the keys already stored (which a resume must not redo)."""
+        with self.session() as s:
+            reap(s, run_id=run_id)
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            if run.state not in RESUMABLE_STATES:
+                why = "its owner is still running it" if run.state == "running" else "it has every result"
+                raise RunStateError(f"run {run_id} is {run.state}: cannot resume ({why})")
+            if run.trigger == str(Trigger.SUBMISSION):
+                raise RunStateError(f"run {run_id} is a submission run: resubmit the model instead")
+            planned = [tuple(k) for k in s.execute(
+                select(PlannedResult.architecture, PlannedResult.device, PlannedResult.check)
+                .where(PlannedResult.run_id == run_id))]
+            stored = {tuple(k) for k in s.execute(
+                select(Result.architecture, Result.device, Result.check).where(Result.run_id == run_id))}
+            run.state, run.end_reason, run.finished = "running", None, None
+            run.owner_host, run.owner_pid, run.heartbeat = this_host(), os.getpid(), datetime.now(UTC)
+            run.data_version = (run.data_version or 0) + 1
+            info = RunInfo(id=run.id, trigger=Trigger(run.trigger), device=DeviceInfo(**(run.device_info or {})),
+                           versions=run.versions or {}, catalog_source=run.catalog_source,
+                           snapshot_id=run.snapshot_id, scope=Scope(run.scope or Scope.FULL),
+                           checks=[Check(c) for c in run.checks or []], started=aware(run.started),
+                           provenance=Provenance() if run.submission_id else None)
+            return info, sorted(planned), stored
+
+    def run_state(self, run_id: str) -> tuple[str, int, int]:
+        """(state, planned results, missing results) of a run; the gate reads it."""
+        with self.session() as s:
+            reap(s, run_id=run_id)
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            return run.state, run.planned_count or 0, runs.missing_count(s, run_id)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -224,23 +241,20 @@ class Store:
             return {(arch, dev) for arch, dev in rows}
 
     def latest_results(self, architecture: str, device: str | None = None) -> list[ResultRecord]:
-        """Results of ``architecture`` from the newest run that has any, per device (submission runs,
-        which measure a submitter's own config, are not counted)."""
+        """Results of ``architecture`` per device from its latest finished run (``runs.latest_results_in``)."""
         with self.session() as s:
-            return latest_results_in(s, architecture, device)
+            return runs.latest_results_in(s, architecture, device)
 
-    def last_run_id(self, device: str, trigger: str | None = None, before: str | None = None) -> str | None:
-        """Newest run on ``device`` (optionally of one trigger, optionally started before run ``before``)."""
+    def baseline_run_id(self, run_id: str, trigger: str | None = None) -> str | None:
+        """The run ``run_id`` is compared with (``runs.baseline_run``); None for the first one."""
         with self.session() as s:
-            q = select(Run.id).where(Run.device == device)
-            if trigger is not None:
-                q = q.where(Run.trigger == str(trigger))
-            if before is not None:
-                pivot = s.get(Run, before)
-                if pivot is None:
-                    return None
-                q = q.where((Run.started < pivot.started) | ((Run.started == pivot.started) & (Run.id < pivot.id)))
-            return s.scalar(q.order_by(Run.started.desc(), Run.id.desc()).limit(1))
+            run = runs.baseline_run(s, run_id, trigger=trigger)
+            return run.id if run is not None else None
+
+    def selection(self, run_id: str) -> list[str] | None:
+        """The architectures a selection run planned (a diff compares only those); None for a full run."""
+        with self.session() as s:
+            return runs.selection_of(s, run_id)
 
     def submission(self, submission_id: int) -> dict | None:
         """A submission's input (model_id, revision, config, architecture, state) for the worker."""
@@ -276,19 +290,3 @@ class Store:
         with self.session() as s:
             rows = s.scalars(select(OpTraceRow).where(OpTraceRow.run_id == run_id).order_by(OpTraceRow.architecture))
             return [OpTrace(architecture=r.architecture, ops=r.ops or []) for r in rows]
-
-
-def latest_results_in(session: Session, architecture: str, device: str | None = None) -> list[ResultRecord]:
-    q = (select(Result.device, Result.run_id).join(Run, Run.id == Result.run_id)
-         .where(Result.architecture == architecture, Run.trigger != str(Trigger.SUBMISSION)))
-    if device is not None:
-        q = q.where(Result.device == device)
-    newest: dict[str, str] = {}
-    for dev, run_id in session.execute(q.order_by(Run.started.desc(), Run.id.desc())):
-        newest.setdefault(dev, run_id)
-    out: list[ResultRecord] = []
-    for dev, run_id in sorted(newest.items()):
-        rows = session.scalars(select(Result).where(
-            Result.run_id == run_id, Result.architecture == architecture, Result.device == dev).order_by(Result.id))
-        out.extend(row_to_record(r) for r in rows)
-    return out

@@ -12,11 +12,11 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from compat.results import is_supported_statuses
 from service.api.deps import READ_ERRORS, reject_unknown_query
 from service.api.results import NAME
 from service.deps import app_settings, get_session
-from service.rollup import is_supported_statuses
-from service.store import latest_results_in
+from service.queries import latest_results_in
 
 router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=READ_ERRORS)
 

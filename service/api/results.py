@@ -77,9 +77,9 @@ def run(session: SessionDep, run_id: Annotated[str, Path(max_length=64, pattern=
     return queries.get_run(session, run_id, with_results=results)
 
 
-@router.get("/diff", response_model=S.RunDiff, summary="Regressions, fixes, new and removed from run a to run b")
+@router.get("/diff", response_model=S.ArchitectureDiff, summary="Regressions, fixes, new and removed from run a to run b")
 def diff(session: SessionDep, a: Annotated[str, Query(max_length=64, pattern=NAME)],
-         b: Annotated[str, Query(max_length=64, pattern=NAME)]) -> S.RunDiff:
+         b: Annotated[str, Query(max_length=64, pattern=NAME)]) -> S.ArchitectureDiff:
     return queries.diff_runs(session, a, b)
 
 

@@ -13,6 +13,9 @@ from compat.results import (
     blockers,
     coverage,
     failure_records,
+    fallback_ranking,
+    percent,
+    scope_label,
 )
 
 
@@ -64,10 +67,36 @@ def test_blockers_rank_by_architectures_blocked_and_count_sole_unlocks() -> None
     assert [b.op for b in ranked] == ["aten::histc", "aten::_foreach_mul"]
     histc = ranked[0]
     assert histc.architectures == ["A", "B", "D"]
-    assert histc.unlocks == ["A"]  # B also needs _foreach_mul, D has an unexplained error
+    # B's train failure is not a support check: histc is all B lacks to be supported. D has an unexplained error.
+    assert histc.unlocks == ["A", "B"]
     assert histc.variants == ["aten::histc (Int)", "aten::histc (Long)"]
-    assert histc.message == "implement aten::histc to unlock 1 architecture(s) (blocks 3)"
-    assert ranked[1].unlocks == ["C"]
+    assert histc.message == "implement aten::histc to unlock 2 architecture(s) (blocks 3)"
+    assert ranked[1].architectures == ["C"] and ranked[1].unlocks == ["C"]  # B's train failure is not counted
+
+
+def test_no_verdict_statuses_are_never_failing_blocking_or_unlocked() -> None:
+    # harness_error and reference_fail say nothing about the device: not failing, no blocker of their own, and an
+    # op failing elsewhere in the same architecture cannot be said to unlock it.
+    recs = [rec("H", "load"), rec("H", "forward", "unsupported_op", "aten::histc (Long)"),
+            rec("H", "generate", "harness_error"),
+            rec("R", "load", "reference_fail"), rec("R", "forward", "reference_fail"), rec("R", "generate", "skipped")]
+    assert arch_verdict([r for r in recs if r.architecture == "R"]) == "reference_fail"
+    assert arch_verdict([rec("X", "load"), rec("X", "forward"), rec("X", "generate", "harness_error")]) == \
+        "not_judged"
+    ranked = blockers(recs)
+    assert [(b.op, b.architectures, b.unlocks) for b in ranked] == [("aten::histc", ["H"], [])]
+
+
+def test_coverage_over_a_catalog_counts_architectures_without_records_as_not_judged() -> None:
+    cov = coverage([*support("A"), *support("B", load="error")], catalog=["A", "B", "C"])
+    assert cov.architectures == 3 and cov.supported == 1 and cov.verdicts["not_judged"] == 1
+    assert percent(cov.supported, cov.architectures) == "33.3%" and percent(0, 0) == "0.0%"
+
+
+def test_scope_labels_say_what_a_share_is_of() -> None:
+    assert scope_label("registry", None, "full", 181) == "unranked: Transformers' registry, alphabetical"
+    assert scope_label("snapshot", "abc123", "full", 100) == "Hub ranking by downloads, snapshot abc123"
+    assert scope_label("hub", None, "selection", 2) == "selection of 2 architecture(s), not the headline"
 
 
 def test_failure_records_give_every_check_the_same_verdict_and_extra_fields() -> None:
@@ -80,3 +109,20 @@ def test_failure_records_give_every_check_the_same_verdict_and_extra_fields() ->
     assert [(r.status, r.reason, r.error, r.duration_s) for r in recs] == [
         (Status.TIMEOUT, "soft time limit exceeded", err, 2.5)] * 2
     assert failure_records(entry, "cpu", [], Status.ERROR, "none") == []
+
+
+def test_fallback_ranking_counts_the_architectures_an_op_takes_off_the_cpu() -> None:
+    a = support("A")
+    a[1] = rec("A", "forward", fallback=["aten::cumsum (Long)"])
+    b = support("B")
+    b[1] = rec("B", "forward", fallback=["aten::cumsum (Int)", "aten::histc (Float)"])
+    c = support("C", forward="unsupported_op")  # failing: its fallback ops are not what keeps it off native
+    c[0] = rec("C", "load", fallback=["aten::histc (Float)"])
+    t = support("T")
+    t[3] = rec("T", "train", fallback=["aten::sort (Float)"])  # train is not a support check: T is native
+    ranked = fallback_ranking([*a, *b, *c, *t])
+    assert [(f.op, f.architectures, f.offloads) for f in ranked] == [
+        ("aten::cumsum", ["A", "B"], ["A"]), ("aten::histc", ["B"], [])]
+    assert ranked[0].message == "implement aten::cumsum natively to take 1 architecture(s) off the CPU (falls back in 2)"
+    cov = coverage([*a, *b, *c, *t])
+    assert (cov.supported, cov.native, cov.failing) == (3, 1, 1)

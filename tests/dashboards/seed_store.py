@@ -108,7 +108,8 @@ def seed_sweep(store, now: datetime | None = None) -> dict[str, str]:  # noqa: A
     ]
     ids: dict[str, str] = {}
     for key, dev, started, outcomes in plans:
-        run = RunInfo(trigger=Trigger.NIGHTLY, device=dev, started=started, versions={"torch": "2.13.0"})
+        run = RunInfo(trigger=Trigger.NIGHTLY, device=dev, started=started, versions={"torch": "2.13.0"},
+                      catalog_source="snapshot", snapshot_id="2026-05-01T00:00:00+00:00/1000")  # a Hub ranking
         planned = [(a.name, dev.name, str(c)) for a in catalog for c in DEFAULT_CHECKS]
         store.start_run(run, catalog, planned)
         records = [_record(a.name, a.rank, dev.name, c, outcomes.get((a.name, c)), run.id)

@@ -117,6 +117,7 @@ def test_compose_services_run_as_processes(shared_redis, pg_url, make_cluster):
     assert nightly.schedule.hour == {2} and nightly.schedule.minute == {0}
 
     # What beat sends at 02:00, sent now: the worker plans the nightly from the catalog and fans it out.
+    from service import queries
     from service.store import Store
 
     store = Store(pg_url)
@@ -129,9 +130,15 @@ def test_compose_services_run_as_processes(shared_redis, pg_url, make_cluster):
     # The planner's own outcome, however long a loaded machine takes: it must succeed, not hit a time limit.
     hang_guard(nightly_outcome, lambda: cluster.log("worker")[-3000:], procs)
     assert "succeeded in" in nightly_outcome()[0], cluster.log("worker")[-3000:]
-    run_id = store.last_run_id("neuron", trigger="nightly")
-    assert run_id is not None
-    hang_guard(lambda: len(store.run_results(run_id)) >= 8, lambda: cluster.log("worker")[-3000:], procs)
+
+    def nightly_run_id() -> str | None:
+        with store.session() as s:
+            page = queries.list_runs(s, trigger="nightly", per_page=1)
+        return page.items[0].id if page.items else None
+
+    hang_guard(lambda: (rid := nightly_run_id()) is not None and len(store.run_results(rid)) >= 8,
+               lambda: cluster.log("worker")[-3000:], procs)
+    run_id = nightly_run_id()
     assert {(r.architecture, str(r.check)) for r in store.run_results(run_id)} == {
         (a, c) for a in ("LlamaForCausalLM", "GPT2LMHeadModel") for c in ("load", "forward", "generate", "train")}
     assert store.finish_run(run_id) == "complete"

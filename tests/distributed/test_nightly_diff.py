@@ -1,5 +1,5 @@
-"""Regression gate and nightly schedule: the pure functions of worker.orchestration.nightly (and the beat schedule
-built from its cron rule), on hand-made records."""
+"""Regression gate and nightly schedule: the regression rule (compat.diff), the gate of worker.orchestration.nightly
+(and the beat schedule built from its cron rule), on hand-made records."""
 
 from __future__ import annotations
 
@@ -7,16 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from compat.diff import diff_results, format_diff
 from compat.results import Check, ErrorInfo, ResultRecord, Status
 from worker.orchestration.celery_app import beat_schedule, parse_cron
-from worker.orchestration.nightly import (
-    BaselineSpec,
-    diff_results,
-    find_baseline,
-    format_diff,
-    parse_baseline,
-    regression_gate,
-)
+from worker.orchestration.nightly import BaselineSpec, find_baseline, parse_baseline, regression_gate
 
 
 def rec(arch: str, check: Check, status: Status, **kw) -> ResultRecord:
@@ -88,10 +82,10 @@ class FakeRuns:
     def __init__(self, runs: list[tuple[str, str, str]]) -> None:
         self.runs = runs  # (id, device, trigger), oldest first
 
-    def last_run_id(self, device, trigger=None, before=None):
+    def baseline_run_id(self, run_id, trigger=None):
         ids = [r[0] for r in self.runs]
-        upto = ids.index(before) if before in ids else len(ids)
-        for rid, dev, trig in reversed(self.runs[:upto]):
+        device = self.runs[ids.index(run_id)][1]
+        for rid, dev, trig in reversed(self.runs[:ids.index(run_id)]):
             if dev == device and (trigger is None or trig == trigger):
                 return rid
         return None
@@ -99,10 +93,10 @@ class FakeRuns:
 
 def test_find_baseline_is_previous_run_of_same_trigger_and_device_never_itself():
     store = FakeRuns([("n1", "neuron", "nightly"), ("m1", "neuron", "manual"), ("c1", "cuda", "nightly"),
-                      ("n2", "neuron", "nightly")])
+                      ("n2", "neuron", "nightly"), ("c2", "cuda", "nightly")])
     assert find_baseline(store, BaselineSpec(trigger="nightly"), "neuron", "n2") == "n1"
     assert find_baseline(store, BaselineSpec(), "neuron", "n2") == "m1"
-    assert find_baseline(store, BaselineSpec(trigger="nightly"), "cuda", "n2") == "c1"
+    assert find_baseline(store, BaselineSpec(trigger="nightly"), "cuda", "c2") == "c1"
     assert find_baseline(store, BaselineSpec(trigger="nightly"), "neuron", "n1") is None
     assert find_baseline(store, BaselineSpec(run_id="n2"), "neuron", "n2") is None
 
@@ -135,16 +129,22 @@ class FakeRunStore(FakeRuns):
     def run_results(self, run_id):
         return self.results[run_id]
 
+    def run_state(self, run_id):
+        return "complete", len(self.results[run_id]), 0
+
+    def selection(self, run_id):
+        return None
+
 
 def test_regression_gate_exit_code():
     ok = [rec("A", Check.LOAD, Status.PASS)]
     bad = [rec("A", Check.LOAD, Status.ERROR)]
     store = FakeRunStore([("n1", "neuron", "nightly"), ("m1", "neuron", "manual"), ("n2", "neuron", "nightly")],
                          {"n1": ok, "m1": bad, "n2": bad})
-    diff, code = regression_gate(store, "n2", "neuron", "last-nightly", fail_on_regression=True)
-    assert code == 1 and diff.baseline_run == "n1" and len(diff.regressions) == 1
-    assert regression_gate(store, "n2", "neuron", "last-nightly", fail_on_regression=False)[1] == 0
+    verdict = regression_gate(store, "n2", "neuron", "last-nightly", fail_on_regression=True)
+    assert verdict.code == 1 and "run n2 vs baseline n1: 1 regression(s)" in verdict.lines[0]
+    assert regression_gate(store, "n2", "neuron", "last-nightly", fail_on_regression=False).code == 0
     # Against the last run of any trigger (m1, already failing) nothing regressed.
-    assert regression_gate(store, "n2", "neuron", "last", fail_on_regression=True)[1] == 0
+    assert regression_gate(store, "n2", "neuron", "last", fail_on_regression=True).code == 0
     # The first nightly has no baseline: nothing to regress from.
-    assert regression_gate(store, "n1", "neuron", "last-nightly", fail_on_regression=True)[1] == 0
+    assert regression_gate(store, "n1", "neuron", "last-nightly", fail_on_regression=True).code == 0

@@ -21,11 +21,13 @@ from compat.results import (
 
 
 def make_run(device: str = "neuron", *, run_id: str | None = None, trigger: Trigger = Trigger.MANUAL,
-             started: datetime | None = None) -> RunInfo:
+             started: datetime | None = None, catalog_source: str = "snapshot") -> RunInfo:
+    """A run over a Hub-ranked catalog (ARCHS carry download ranks) unless ``catalog_source`` says otherwise."""
     return RunInfo(
         id=run_id or uuid.uuid4().hex, trigger=trigger,
         device=DeviceInfo(name=device, simulated=device == "neuron", torch_version="2.13.0"),
-        started=started or datetime.now(UTC),
+        started=started or datetime.now(UTC), catalog_source=catalog_source,
+        snapshot_id="snap-1" if catalog_source == "snapshot" else None,
     )
 
 

@@ -37,7 +37,8 @@ def test_coverage_and_lists(client, runs) -> None:
     d = client.get(f"/api/v1/diff?a={a}&b={b}").json()
     assert [e["architecture"] for e in d["regressions"]] == ["MixtralForCausalLM"]
     bl = client.get("/api/v1/blockers").json()["items"]
-    assert bl[0]["op"] == "aten::histc (Long)" and bl[0]["count"] == 1
+    assert bl[0]["op"] == "aten::histc" and bl[0]["count"] == 1 and bl[0]["variants"] == ["aten::histc (Long)"]
+    assert bl[0]["unlocks"] == ["MixtralForCausalLM"]
     runs_page = client.get("/api/v1/runs").json()
     assert [r["id"] for r in runs_page["items"]] == [b, a]
     detail = client.get(f"/api/v1/runs/{b}").json()

@@ -92,7 +92,8 @@ def test_diff_runs(seeded) -> None:
 def test_blockers_and_runs(seeded) -> None:
     s, ids = seeded
     b = queries.blockers(s, device="neuron")
-    assert [(x.op, x.count, x.architectures) for x in b.items] == [("aten::histc (Long)", 1, ["MixtralForCausalLM"])]
+    assert [(x.op, x.count, x.architectures, x.unlocks, x.variants) for x in b.items] == [
+        ("aten::histc", 1, ["MixtralForCausalLM"], ["MixtralForCausalLM"], ["aten::histc (Long)"])]
     runs = queries.list_runs(s, device="neuron", trigger="manual")
     assert [r.id for r in runs.items] == [ids["b"], ids["a"]] and runs.items[0].supported == 2
     run = queries.get_run(s, ids["b"])

@@ -1,4 +1,4 @@
-"""Store facade on SQLite and PostgreSQL: idempotent ingest, completeness, latest/last-run reads."""
+"""Store facade on SQLite and PostgreSQL: idempotent ingest, completeness, latest results and baseline reads."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_error_and_fields_round_trip(db_url: str) -> None:
     assert store.run_results(run.id) == [r]
 
 
-def test_latest_results_and_last_run_id(db_url: str) -> None:
+def test_latest_results_and_baseline_run_id(db_url: str) -> None:
     store = Store(db_url)
     t = times(3)
     old = seed(store, started=t[0], failing={"LlamaForCausalLM": Status.ERROR})
@@ -101,11 +101,10 @@ def test_latest_results_and_last_run_id(db_url: str) -> None:
     assert {r.status for r in latest} == {Status.PASS} and len(latest) == len(CHECKS)
     both = store.latest_results("LlamaForCausalLM")
     assert sorted({r.device for r in both}) == ["cpu", "neuron"]
-    assert store.last_run_id("neuron") == new
-    assert store.last_run_id("neuron", before=new) == old
-    assert store.last_run_id("neuron", before=old) is None
-    assert store.last_run_id("neuron", trigger="nightly") is None
-    assert store.last_run_id("cpu") == cpu
+    assert store.baseline_run_id(new) == old
+    assert store.baseline_run_id(old) is None
+    assert store.baseline_run_id(new, trigger="nightly") is None
+    assert store.baseline_run_id(cpu) is None  # never another device's run
 
 
 def test_op_traces_upsert(db_url: str) -> None:

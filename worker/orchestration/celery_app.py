@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import redis
 from celery import Celery
 from celery.schedules import crontab
 
@@ -209,9 +211,30 @@ def beat_argv(settings: Settings, *, loglevel: str = "INFO") -> list[str]:
     return ["beat", f"--loglevel={loglevel}", f"--schedule={schedule}"]
 
 
+def broker_persistence_warning(broker_url: str, *, timeout_s: float = 5.0) -> str | None:
+    """Why the broker may lose queued tasks on a restart, or None when it persists them. Redis persists its
+    queue only with the append-only file (``appendonly yes``, https://redis.io/docs/latest/operate/oss_and_stack/
+    management/persistence/); a Redis restart without it silently drops every queued task of a sweep."""
+    if not broker_url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    try:
+        value = redis.Redis.from_url(broker_url, socket_timeout=timeout_s).config_get("appendonly").get("appendonly")
+    except redis.RedisError as exc:  # unreachable, or CONFIG disabled (managed Redis): say it was not checked
+        return (f"could not check that the broker persists its queue (CONFIG GET appendonly: {exc}); it must run "
+                "with appendonly yes, or a broker restart drops queued tasks")
+    if value != "yes":
+        return (f"the broker does not persist its queue (appendonly is {value!r}): a broker restart drops every "
+                "queued task. Run Redis with --appendonly yes (docker-compose.yml does)")
+    return None
+
+
 def run_worker(concurrency: int | None = None, hostname: str | None = None, loglevel: str = "INFO") -> None:
-    """``compat worker``: a Celery worker on the configured queue (blocks until shut down)."""
+    """``compat worker``: a Celery worker on the configured queue (blocks until shut down); warns first when the
+    broker does not persist its queue."""
     settings = get_settings()
+    warning = broker_persistence_warning(settings.broker_url)
+    if warning:
+        logging.getLogger(__name__).warning("WARNING: %s", warning)
     make_app(settings).worker_main(worker_argv(settings, concurrency=concurrency, hostname=hostname,
                                                loglevel=loglevel))
 

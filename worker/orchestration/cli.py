@@ -7,6 +7,7 @@ when it runs, so ``compat --help`` and option errors answer at once.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -79,11 +80,25 @@ def sweep(
     trigger: str = typer.Option("manual", "--trigger", help="manual, nightly or submission (baselines follow it)"),
     broker: bool = typer.Option(False, "--broker", help="run on the Celery cluster at COMPAT_BROKER_URL, follow it"),
     baseline: str = typer.Option(None, "--baseline", help="diff against: last-nightly, last-<trigger>, last, run id"),
-    fail_on_regression: bool = typer.Option(False, "--fail-on-regression", help="exit 1 on a regression vs --baseline"),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
+                                            help="exit 1 on a regression vs --baseline, or a run not complete"),
+    resume: str = typer.Option(None, "--resume", help="finish this interrupted run (its device, catalog, checks)"),
+    strict: bool = typer.Option(False, "--strict", help="no CPU fallback on neuron (NEURON_CPU_FALLBACK=0)"),
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
+    if strict:
+        if broker:
+            raise fail("--strict sets NEURON_CPU_FALLBACK=0 for this machine's workers: set it on the cluster's "
+                       "workers instead of --broker --strict")
+        # Read by neuron_backend when it loads, in this process and in every pool worker it starts (they inherit it).
+        os.environ["NEURON_CPU_FALLBACK"] = "0"
     settings = get_settings()
+    if resume is not None:
+        if arch or limit or checks or source or device or broker:
+            raise fail("--resume takes the run's own device, catalog and checks: drop --device/--source/--limit/"
+                       "--arch/--checks/--broker")
+        _stored().run_id(resume)
     # Every name is checked here, before the harness (torch) loads: a typo answers at once.
     dev = validate.harness_device(device)
     wanted_checks = parse_checks(checks)
@@ -95,7 +110,7 @@ def sweep(
     code = _harness().sweep(device=dev, source=src, limit=limit, arch=arch,
                             checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
                             store=store, trigger=trigger, broker=broker, baseline=baseline,
-                            fail_on_regression=fail_on_regression)
+                            fail_on_regression=fail_on_regression, resume=resume)
     if baseline:
         raise typer.Exit(code)
 
@@ -216,6 +231,20 @@ def beat_cmd(loglevel: str = typer.Option("INFO", "--loglevel")) -> None:
         cluster.run_beat(loglevel)
     except (cluster.ConfigError, ValueError) as exc:
         raise fail(str(exc)) from None
+
+
+runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("reap")
+def runs_reap_cmd() -> None:
+    """Mark runs whose owner process died (this host) or went silent as interrupted."""
+    reaped = _database().runs_reap(get_settings().database_url)
+    for run_id, why in reaped:
+        console.print(f"run {run_id} interrupted: {why}; resume: compat sweep --resume {run_id}", highlight=False)
+    if not reaped:
+        console.print("no run lost its owner")
 
 
 db_app = typer.Typer(help="The results database.", no_args_is_help=True)

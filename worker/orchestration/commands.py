@@ -1,5 +1,6 @@
 """What the harness commands do once their input is parsed: ``compat sweep | show | blockers | repro | catalog
-refresh``. ``cli.py`` holds their options and help, and imports this module (torch, the store) only to run one.
+refresh | runs reap``. ``cli.py`` holds their options and help, and imports this module (torch, the store) only to
+run one. Every number printed from the store is read through ``service.queries`` (the API's and the pages' reads).
 """
 
 from __future__ import annotations
@@ -8,21 +9,36 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from compat.results import ArchitectureEntry, Check, Report, ResultRecord, Status, Trigger
+from compat.results import (
+    ArchitectureEntry,
+    Blocker,
+    Check,
+    FallbackOp,
+    Report,
+    ResultRecord,
+    Scope,
+    Status,
+    Trigger,
+    coverage,
+    fallback_ranking,
+    percent,
+    scope_label,
+)
 from compat.results import blockers as rank_blockers
 from compat.settings import get_settings
-from service.store import Store
+from service import queries
+from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError, registry_entries
 from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.console import console, fail
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
-from worker.orchestration.nightly import format_diff, regression_gate
+from worker.orchestration.nightly import regression_gate
 from worker.orchestration.planning import make_plan
 from worker.orchestration.progress import arch_note, fetch_progress, reporter
 from worker.orchestration.sweep import run_sweep, write_report
-from worker.orchestration.tables import blockers_table, coverage_table, results_table
+from worker.orchestration.tables import blockers_table, coverage_table, fallback_table, results_table
 from worker.orchestration.validate import architecture_error
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
@@ -51,9 +67,11 @@ def _read_report(path: Path) -> Report:
 
 def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
-          fail_on_regression: bool) -> int:
-    """``compat sweep``: run the sweep (here or on the cluster), print the coverage table; the exit code of the
-    regression gate when ``baseline`` is given, else 0."""
+          fail_on_regression: bool, resume: str | None = None) -> int:
+    """``compat sweep``: run the sweep (here or on the cluster), or finish an interrupted one (``resume``), print
+    the coverage table; the exit code of the gate when ``baseline`` is given, else 0."""
+    if resume is not None:
+        return _resume(resume, jobs, json_path, baseline, fail_on_regression)
     dev = _device(device)
     if not broker and jobs > 0:
         try:
@@ -61,7 +79,7 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
         except MemoryLimitTooLow as exc:
             raise fail(str(exc)) from None
     try:
-        catalog = _load_catalog(source, None if arch else limit)
+        catalog = _load_catalog(source, None)
     except CatalogError as exc:
         raise fail(str(exc)) from None
     entries = catalog.entries
@@ -70,25 +88,83 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
         bad = architecture_error(arch, list(known))
         if bad:
             raise fail(bad)
-        entries = [known[a] for a in arch][: limit or None]
+        entries = [known[a] for a in dict.fromkeys(arch)]
+    entries = entries[: limit or None]
+    # The whole catalog, or a selection of it (--arch, --limit): a selection is never the headline.
+    scope = Scope.FULL if [e.name for e in entries] == catalog.names() else Scope.SELECTION
     with reporter(console, len(entries), f"sweep {dev.name}") as bar:
 
         def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
             bar.advance(entry.name, arch_note(recs))
 
         if broker:
-            report = _broker_sweep(entries, dev, checks, trigger, json_path, catalog,
+            report = _broker_sweep(entries, dev, checks, trigger, json_path, catalog, scope,
                                    lambda done, _total: bar.update(done, "stored"))
         else:
             report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=_store(store),
                                json_path=json_path, progress=progress, catalog_source=catalog.source,
-                               snapshot_id=catalog.snapshot_id)
-    console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})"))
+                               snapshot_id=catalog.snapshot_id, scope=scope)
+    return _summary(report, dev, json_path, baseline, fail_on_regression)
+
+
+def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,
+             fail_on_regression: bool) -> int:
+    """The sweep's coverage table (over the run's catalog: the API's and the pages' denominator), its scope and
+    state, then the gate's verdict when ``baseline`` is given."""
+    run = report.run
+    catalog = [e.name for e in report.architectures]
+    scope = scope_label(run.catalog_source, run.snapshot_id, run.scope, len(catalog))
+    console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})",
+                                 catalog=catalog, scope=scope))
+    cov = coverage(report.results, catalog)
+    n = cov.architectures
+    console.print(f"run {run.id} on {dev.name}: {cov.supported} / {n} supported ({percent(cov.supported, n)}); "
+                  f"{scope}", highlight=False, soft_wrap=True)
+    profile = dev.info.details.get("profile")
+    console.print(f"out of the box {cov.supported} / {n} ({percent(cov.supported, n)}), native {cov.native} / {n} "
+                  f"({percent(cov.native, n)}), failing {cov.failing}" + (f"; profile {profile}" if profile else ""),
+                  highlight=False, soft_wrap=True)
+    if run.state not in (None, "complete"):
+        console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False)
     if json_path:
         console.print(f"report: {json_path}")
     if baseline:
-        return _regression_gate(report.run.id, dev.name, baseline, fail_on_regression)
+        return _regression_gate(run.id, dev.name, baseline, fail_on_regression)
     return 0
+
+
+def _resume(run_id: str, jobs: int, json_path: Path | None, baseline: str | None, fail_on_regression: bool) -> int:
+    """``compat sweep --resume RUN``: take the interrupted run over and run only what it lacks, on its own device,
+    catalog and checks; every stored result is kept, none is run or written again."""
+    st = Store()
+    try:
+        info, planned, stored = st.resume_run(run_id)
+    except (RunStateError, KeyError) as exc:
+        raise fail(str(exc).strip("'\""), 1) from None
+    dev = _device(info.device.name)
+    try:
+        catalog = _load_catalog(info.catalog_source, None)
+    except CatalogError as exc:
+        raise fail(str(exc), 1) from None
+    if catalog.snapshot_id != info.snapshot_id:
+        raise fail(f"run {run_id} was planned over catalog snapshot {info.snapshot_id}, the {info.catalog_source} "
+                   f"catalog is now {catalog.snapshot_id}: cannot resume it faithfully", 1)
+    names = list(dict.fromkeys(a for a, _d, _c in planned))
+    lost = [n for n in names if catalog.get(n) is None]
+    if lost:
+        raise fail(f"run {run_id}: {len(lost)} planned architecture(s) are not in the catalog any more "
+                   f"({', '.join(lost[:3])}...)", 1)
+    entries = [catalog.get(n) for n in names]
+    todo = sum(1 for e in entries if any((e.name, dev.name, str(c)) not in stored for c in info.checks))
+    console.print(f"resuming run {run_id}: {len(stored)} of {len(planned)} results stored, {todo} "
+                  f"architecture(s) to run", highlight=False)
+    with reporter(console, todo, f"resume {dev.name}") as bar:
+        report = run_sweep(entries, dev, info.checks, jobs=jobs, store=st, json_path=None,
+                           progress=lambda e, recs: bar.advance(e.name, arch_note(recs)), resume=(info, stored))
+    report.results = st.run_results(run_id)  # the whole run, not only what this process added
+    if json_path:
+        write_report(report, json_path)
+    return _summary(report, dev, json_path, baseline, fail_on_regression)
 
 
 def _load_catalog(source: str, limit: int | None) -> Catalog:
@@ -98,49 +174,46 @@ def _load_catalog(source: str, limit: int | None) -> Catalog:
 
 
 def broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list[Check], *, trigger: Trigger,
-                 store: Store, catalog_source: str, snapshot_id: str | None,
+                 store: Store, catalog_source: str, snapshot_id: str | None, scope: Scope = Scope.FULL,
                  on_progress: ProgressFn | None = None) -> tuple[RunOutcome, Report]:
     """``compat sweep --broker``: submit to the cluster at COMPAT_BROKER_URL, follow it, and return the outcome
-    with the same JSON report an in-process sweep writes."""
+    with the same JSON report an in-process sweep writes (with the run's state and missing count)."""
     settings = get_settings()
     plan = make_plan(entries, device, checks, trigger=trigger, database_url=store.database_url,
                      workdir=settings.var_dir / "work", seed=settings.seed, catalog_source=catalog_source,
-                     snapshot_id=snapshot_id)
+                     snapshot_id=snapshot_id, scope=scope)
     outcome = CeleryExecutor(make_app(settings)).run(store, plan, on_progress)
-    run = plan.run.model_copy(update={"finished": datetime.now(UTC)})
+    state, _planned, missing = store.run_state(outcome.run_id)
+    run = plan.run.model_copy(update={"finished": datetime.now(UTC), "state": state, "missing": missing})
     report = Report(run=run, architectures=entries, results=outcome.results, op_traces=store.op_traces(outcome.run_id))
     return outcome, report
 
 
 def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list[Check], trigger: str,
-                  json_path: Path | None, catalog: Catalog, on_progress: ProgressFn) -> Report:
+                  json_path: Path | None, catalog: Catalog, scope: Scope, on_progress: ProgressFn) -> Report:
     outcome, report = broker_sweep(entries, device, checks, trigger=Trigger(trigger), store=Store(),
-                                   catalog_source=catalog.source, snapshot_id=catalog.snapshot_id,
+                                   catalog_source=catalog.source, snapshot_id=catalog.snapshot_id, scope=scope,
                                    on_progress=on_progress)
     if outcome.state != "complete":
-        console.print(f"run {outcome.run_id} is {outcome.state}: some architectures never reported back")
+        console.print(f"some architectures of run {outcome.run_id} never reported back")
     if json_path:
         write_report(report, json_path)
     return report
 
 
 def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
-    diff, code = regression_gate(Store(), run_id, device, baseline, fail_on_regression)
-    console.print(format_diff(diff), highlight=False, markup=False)
-    return code
+    verdict = regression_gate(Store(), run_id, device, baseline, fail_on_regression)
+    for line in verdict.lines:
+        console.print(line, highlight=False, markup=False)
+    return verdict.code
 
 
-def _load_results(json_path: Path | None, device: str | None, architecture: str | None = None,
-                  ) -> list[ResultRecord]:
+def _load_results(json_path: Path | None, device: str | None, architecture: str) -> list[ResultRecord]:
     if json_path is not None:
         recs = _read_report(json_path).results
         return [r for r in recs if (architecture is None or r.architecture == architecture)
                 and (device is None or r.device == device)]
-    st = Store()
-    if architecture is not None:
-        return st.latest_results(architecture, device)
-    run_id = st.last_run_id(device or get_settings().device)
-    return st.run_results(run_id) if run_id else []
+    return Store().latest_results(architecture, device)
 
 
 def show(*, architecture: str, device: str | None, json_path: Path | None, log: bool) -> None:
@@ -162,20 +235,41 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
                 console.print(r.log, markup=False, highlight=False, end="" if r.log.endswith("\n") else "\n")
 
 
+def _stored_blockers(device: str) -> tuple[list[Blocker], list[FallbackOp]] | None:
+    """The API's ``/blockers`` of ``device`` (its headline run) as the tables' rows; None when nothing is stored."""
+    with Store().session() as s:
+        try:
+            got = queries.blockers(s, device=device)
+        except queries.NotFound:
+            return None
+    return ([Blocker(b.op, b.architectures, b.unlocks, b.variants, b.checks) for b in got.items],
+            [FallbackOp(f.op, f.architectures, f.offloads) for f in got.fallback])
+
+
 def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
-    """``compat blockers``: aten ops ranked by how many architectures each one blocks."""
-    recs = _load_results(json_path, device)
-    if not recs:
-        on = device or (None if json_path else get_settings().device)
-        where = (f" on {on}" if on else "") + (f" in {json_path}" if json_path else " in the store")
+    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.results.blockers``),
+    then the ops supported architectures still run on the CPU fallback (``fallback_ranking``); over a JSON report,
+    or the headline run of the device in the store, as the API and the pages read it."""
+    if json_path is not None:
+        recs = [r for r in _read_report(json_path).results if device is None or r.device == device]
+        found = (rank_blockers(recs), fallback_ranking(recs)) if recs else None
+    else:
+        device = device or get_settings().device
+        found = _stored_blockers(device)
+    if found is None:
+        where = (f" on {device}" if device else "") + (f" in {json_path}" if json_path else " in the store")
         raise fail(f"no results{where}; run `compat sweep` first", 1)
-    ranked = rank_blockers(recs)
+    ranked, on_cpu = found
     if not ranked:
         console.print("no blocking ops: nothing failed on an identifiable op")
-        return
-    console.print(blockers_table(ranked, top))
-    for b in ranked[:3]:
-        console.print(b.message, highlight=False)
+    else:
+        console.print(blockers_table(ranked, top))
+        for b in ranked[:3]:
+            console.print(b.message, highlight=False)
+    if on_cpu:
+        console.print(fallback_table(on_cpu, top))
+        for f in on_cpu[:3]:
+            console.print(f.message, highlight=False)
 
 
 def repro(*, architecture: str, device: str, checks: list[Check], out: Path | None) -> None:
@@ -209,4 +303,5 @@ def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None
     except CatalogError as exc:
         raise fail(str(exc), 1) from None
     console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")
+
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compat.diff import RunDiff, diff_results
 from compat.results import (
     ArchitectureEntry,
     Check,
@@ -29,7 +30,6 @@ from compat.results import (
 )
 from compat.settings import get_settings
 from worker.orchestration.celery_app import RUN_ARCHITECTURE_TASK
-from worker.orchestration.nightly import RunDiff, diff_results
 from worker.run.capture import attach_log, captured_output
 
 log = logging.getLogger(__name__)
@@ -162,20 +162,22 @@ def progress(store: Any, run_id: str) -> int:
 
 
 def finalize(store: Any, run_id: str, device: str, trigger: str) -> RunOutcome:
-    """Close the run (complete/incomplete) and diff it against the previous run of the same trigger and device.
-    Idempotent: the last task, the failure recorder and a following CLI may all call it."""
+    """Close the run (complete/incomplete) and diff it against its baseline of the same trigger
+    (``service.runs.baseline_run``). Idempotent: the last task, the failure recorder and a following CLI may all call it."""
     state = store.finish_run(run_id)
     current = store.run_results(run_id)
-    baseline_id = store.last_run_id(device, trigger=trigger, before=run_id)
+    baseline_id = store.baseline_run_id(run_id, trigger=trigger)
     baseline = store.run_results(baseline_id) if baseline_id else []
-    diff = diff_results(baseline, current, baseline_run=baseline_id, current_run=run_id)
+    diff = diff_results(baseline, current, baseline_run=baseline_id, current_run=run_id,
+                        only=store.selection(run_id))
     for change in diff.regressions:
         log.warning("regression in run %s: %s", run_id, change.line())
     return RunOutcome(run_id=run_id, state=state, diff=diff, results=current)
 
 
 def start(store: Any, plan: SweepPlan) -> str:
-    return store.start_run(plan.run, plan.entries, plan.planned_keys())
+    # Fanned out to the broker: no process here owns the run; the results the workers store are its heartbeat.
+    return store.start_run(plan.run, plan.entries, plan.planned_keys(), owned=False)
 
 
 def task_kwargs(plan: SweepPlan, run_id: str, entry: ArchitectureEntry) -> dict[str, Any]:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import transformers
 
+from compat.lifecycle import HEARTBEAT_S
 from compat.results import (
     ArchitectureEntry,
     Check,
@@ -23,12 +26,20 @@ from compat.results import (
     Report,
     ResultRecord,
     RunInfo,
+    Scope,
     Status,
     Trigger,
     failure_records,
 )
 from compat.settings import get_settings
-from worker.orchestration.executors import ProgressFn, RunOutcome, SweepPlan, finalize
+from worker.orchestration.executors import (
+    DEFAULT_RUNNER,
+    ProgressFn,
+    RunOutcome,
+    SweepPlan,
+    finalize,
+    resolve_runner,
+)
 from worker.run.capture import attach_log
 from worker.run.checks import RUN_ORDER
 from worker.run.devices import Device, device_versions
@@ -46,6 +57,8 @@ class ResultSink(Protocol):
     def add_results(self, run_id: str, records: list[ResultRecord]) -> None: ...
     def add_op_traces(self, run_id: str, traces: list[OpTrace]) -> None: ...
     def finish_run(self, run_id: str) -> str: ...
+    def heartbeat(self, run_id: str) -> None: ...
+    def run_state(self, run_id: str) -> tuple[str, int, int]: ...
 
 
 Progress = Callable[[ArchitectureEntry, list[ResultRecord]], None]
@@ -91,14 +104,19 @@ def write_report(report: Report, path: Path) -> None:
 
 
 class _Collector:
-    """Holds the run's records, dedupes by key, and pushes to the store / JSON at the right moments."""
+    """Holds the run's records, dedupes by key, and pushes to the store / JSON at the right moments. Keys in
+    ``stored`` (a resumed run's results) are never written again."""
 
-    def __init__(self, report: Report, store: ResultSink | None, run_id: str | None, json_path: Path | None):
+    def __init__(self, report: Report, store: ResultSink | None, run_id: str | None, json_path: Path | None,
+                 stored: set[tuple[str, str, str]] | None = None):
         self.report, self.store, self.run_id, self.json_path = report, store, run_id, json_path
         self.by_arch: dict[str, dict[Check, ResultRecord]] = {}
+        self.stored = stored or set()
 
     def add(self, rec: ResultRecord) -> None:
         """A judged record, complete with its log: stored now, and only now (the one write of its row)."""
+        if rec.key in self.stored:
+            return
         self.by_arch.setdefault(rec.architecture, {})[rec.check] = rec
         if self.store is not None and self.run_id is not None:
             self.store.add_results(self.run_id, [rec])
@@ -131,65 +149,114 @@ def run_sweep(
     time_limit_s: float | None = None,
     memory_limit_mb: int | None = None,
     provenance: Provenance | None = None,
+    scope: Scope | str = Scope.FULL,
+    resume: tuple[RunInfo, set[tuple[str, str, str]]] | None = None,
 ) -> Report:
     """Run every entry on ``device``; ``jobs=0`` runs in this process (no isolation; for debugging).
-    ``provenance`` (submission runs) says which submitted id, revision and config the run measured."""
+    ``provenance`` (submission runs) says which submitted id, revision and config the run measured; ``scope``
+    whether ``entries`` is the whole catalog or a selection. ``resume`` = (the run, its stored keys) from
+    ``Store.resume_run``: that run goes on; architectures with every key stored are not run again, and no stored
+    key is written again."""
     settings = get_settings()
     entries = list(entries)
     if jobs > 0 and any(not e.remote_code for e in entries):
         check_memory_limit(memory_limit_mb or settings.arch_memory_mb)  # before the run exists: refused, not failed
     order = [c for c in RUN_ORDER if c in {Check(c) for c in checks}]
     seed = settings.seed if seed is None else seed
-    run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
-                  catalog_source=catalog_source, snapshot_id=snapshot_id, checks=order, provenance=provenance)
+    stored: set[tuple[str, str, str]] = set()
+    if resume is not None:
+        run, stored = resume
+    else:
+        run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
+                      catalog_source=catalog_source, snapshot_id=snapshot_id, scope=Scope(scope), checks=order,
+                      provenance=provenance)
     report = Report(run=run, architectures=entries)
     run_id = None
     if store is not None:
-        planned = [(e.name, device.name, str(c)) for e in entries for c in order]
-        run_id = store.start_run(run, entries, planned)
-    col = _Collector(report, store, run_id, json_path)
+        if resume is not None:
+            run_id = run.id
+        else:
+            planned = [(e.name, device.name, str(c)) for e in entries for c in order]
+            run_id = store.start_run(run, entries, planned)
+    col = _Collector(report, store, run_id, json_path, stored)
+    todo = [e for e in entries if any((e.name, device.name, str(c)) not in stored for c in order)]
     try:
-        local = [e for e in entries if e.remote_code or jobs == 0]
-        remote = [e for e in entries if e not in local]
-        if any(not e.remote_code for e in local):
-            transformers.utils.logging.disable_progress_bar()  # in-process: keep the terminal for our bar
-        for entry in local:
-            traces: list[OpTrace] = []
+        with heartbeat(store, run_id):
+            local = [e for e in todo if e.remote_code or jobs == 0]
+            remote = [e for e in todo if e not in local]
+            if any(not e.remote_code for e in local):
+                transformers.utils.logging.disable_progress_bar()  # in-process: keep the terminal for our bar
+            for entry in local:
+                traces: list[OpTrace] = []
 
-            def emit(kind: str, payload: Any, traces: list[OpTrace] = traces) -> None:
-                if kind == "record":
-                    col.add(payload)
-                elif kind == "trace":
-                    traces.append(payload)
+                def emit(kind: str, payload: Any, traces: list[OpTrace] = traces) -> None:
+                    if kind == "record":
+                        col.add(payload)
+                    elif kind == "trace":
+                        traces.append(payload)
 
-            for rec in run_architecture(entry, device, order, seed=seed, emit=emit):
-                if rec.check not in col.by_arch.get(entry.name, {}):
-                    col.add(rec)
-            done = col.arch_done(entry, traces[-1] if traces else None)
-            if progress:
-                progress(entry, done)
-        if remote:
-            _run_pool(remote, device, order, seed, jobs, col, progress,
-                      time_limit_s or settings.arch_timeout_s, memory_limit_mb or settings.arch_memory_mb)
+                judged = (run_architecture(entry, device, order, seed=seed, emit=emit) if not settings.run_hook else
+                          resolve_runner(settings.run_hook)(entry, device.name, order, seed=seed, emit=emit))
+                for rec in judged:
+                    if rec.check not in col.by_arch.get(entry.name, {}):
+                        col.add(rec)
+                done = col.arch_done(entry, traces[-1] if traces else None)
+                if progress:
+                    progress(entry, done)
+            if remote:
+                _run_pool(remote, device, order, seed, jobs, col, progress,
+                          time_limit_s or settings.arch_timeout_s, memory_limit_mb or settings.arch_memory_mb)
     finally:
         report.run.finished = datetime.now(UTC)
         if store is not None and run_id is not None:
             store.finish_run(run_id)
+            report.run.state, _planned, report.run.missing = store.run_state(run_id)
+        else:
+            report.run.missing = sum(1 for e in entries for c in order if c not in col.by_arch.get(e.name, {}))
+            report.run.state = "complete" if report.run.missing == 0 else "incomplete"
         if json_path is not None:
             write_report(report, json_path)
     return report
 
 
+@contextmanager
+def heartbeat(store: ResultSink | None, run_id: str | None, every_s: float = HEARTBEAT_S) -> Iterator[None]:
+    """While the block runs, tell the store every ``every_s`` that this run's owner is alive (a thread: one
+    architecture may store nothing for minutes). The run's lifecycle rule reads it (``compat.lifecycle``)."""
+    if store is None or run_id is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every_s):
+            try:
+                store.heartbeat(run_id)
+            except Exception:  # noqa: BLE001 - a missed beat is retried; the sweep must not die of it
+                pass
+
+    thread = threading.Thread(target=beat, name=f"heartbeat-{run_id[:8]}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Check], seed: int, jobs: int,
               col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int) -> None:
     by_name = {e.name: e for e in entries}
+    # The runner by name (COMPAT_RUN_HOOK: a stand-in of run_on's signature for tests and benchmarks, no torch).
+    hook = get_settings().run_hook
     # Entries, records and traces cross the pipe as objects; the device as its name, resolved once per worker.
-    tasks = [Task(e.name, "worker.run.runner:run_on", (e, device.name, order), {"seed": seed}, stream=True)
+    tasks = [Task(e.name, hook or DEFAULT_RUNNER, (e, device.name, order), {"seed": seed}, stream=True)
              for e in entries]
     phases: dict[str, str | None] = {}
     traces: dict[str, OpTrace] = {}
     with Pool(min(jobs, len(entries)), time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb,
-              warmup="worker.run.runner:warm_worker", warmup_args=(ARCH_THREADS, device.name)) as pool:
+              warmup=None if hook else "worker.run.runner:warm_worker",
+              warmup_args=(ARCH_THREADS, device.name)) as pool:
         for ev in pool.run(tasks):
             name = ev.task.key
             entry = by_name[name]
@@ -235,5 +302,5 @@ class InProcessExecutor:
 
         report = run_sweep(plan.entries, self.device, plan.checks, jobs=self.jobs, trigger=plan.run.trigger,
                            store=store, json_path=json_path, progress=tick, catalog_source=plan.run.catalog_source,
-                           snapshot_id=plan.run.snapshot_id, seed=plan.seed)
+                           snapshot_id=plan.run.snapshot_id, seed=plan.seed, scope=plan.run.scope)
         return finalize(store, report.run.id, plan.device, str(plan.run.trigger))

@@ -15,7 +15,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from compat.results import ALL_CHECKS, Blocker, ResultRecord, Status, coverage
+from compat.results import ALL_CHECKS, Blocker, FallbackOp, ResultRecord, Status, coverage, percent
 
 DETAIL_CHARS = 120  # an error's first line, as much as a table shows of it
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
@@ -48,11 +48,13 @@ class Fit:
         yield self.choose(options.max_width)
 
 
-def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> Table:
+def coverage_table(records: Iterable[ResultRecord], title: str = "coverage", *,
+                   catalog: Iterable[str] | None = None, scope: str = "") -> Table:
     """Status counts per check (one row per status that occurs, one column per check run) plus the
-    architecture-level summary as the caption. Statuses are rows, so none is ever cut at 80 columns."""
+    architecture-level summary as the caption, over ``catalog`` (the run's planned architectures, the API's
+    denominator) and what it is a share of (``scope``). Statuses are rows, so none is ever cut at 80 columns."""
     records = list(records)
-    cov = coverage(records)
+    cov = coverage(records, catalog)
     checks = [c for c in ALL_CHECKS if str(c) in cov.per_check]
     statuses = [s for s in Status if any(cov.per_check[str(c)][str(s)] for c in checks)]
     table = Table(title=title)
@@ -65,8 +67,9 @@ def coverage_table(records: Iterable[ResultRecord], title: str = "coverage") -> 
     table.caption = (f"{cov.architectures} architectures: {v['supported']} supported natively, "
                      f"{v['supported_with_fallback']} with CPU fallback, {v['failing']} failing, "
                      f"{v['reference_fail']} reference_fail, {v['skipped']} skipped, "
-                     f"{v['not_judged']} not judged (support checks not run) "
-                     f"({cov.pass_rate():.1%} supported; {cov.all_checks_pass(records)} pass every check)")
+                     f"{v['not_judged']} not judged (support checks not run or no verdict) "
+                     f"({percent(cov.supported, cov.architectures)} supported; "
+                     f"{cov.all_checks_pass(records)} pass every check)" + (f"\nscope: {scope}" if scope else ""))
     return table
 
 
@@ -156,3 +159,24 @@ def blockers_table(ranked: list[Blocker], top: int | None = None) -> Fit:
 
     names = {a for b in shown for a in b.architectures[:SHOWN_ARCHITECTURES]}
     return Fit([wide, narrow], {b.op for b in shown} | names)
+
+
+def fallback_table(ranked: list[FallbackOp], top: int | None = None) -> Fit:
+    """Ops supported architectures run on the CPU fallback (``compat blockers``): how many architectures each one
+    takes off the CPU when implemented natively, and how many use it."""
+    shown = ranked[:top] if top else ranked
+    wide = Table(title="ops on the CPU fallback")
+    for col in ("#", "op", "off the CPU", "falls back in"):
+        wide.add_column(col, no_wrap=True, justify="left" if col == "op" else "right")
+    wide.add_column("architectures", ratio=1, min_width=24, overflow="fold")
+    narrow = Table(title="ops on the CPU fallback", box=box.SIMPLE_HEAD, show_lines=True)
+    narrow.add_column("#", no_wrap=True, justify="right")
+    narrow.add_column("op / architectures", ratio=1, overflow="fold")
+    narrow.add_column("off the CPU", no_wrap=True, justify="right")
+    for i, f in enumerate(shown, 1):
+        archs = ", ".join(f.architectures[:SHOWN_ARCHITECTURES])
+        if len(f.architectures) > SHOWN_ARCHITECTURES:
+            archs += f" (+{len(f.architectures) - SHOWN_ARCHITECTURES} more)"
+        wide.add_row(str(i), f.op, str(len(f.offloads)), str(len(f.architectures)), Text(archs))
+        narrow.add_row(str(i), Text(f.op, style="bold").append(f"\nin: {archs}"), str(len(f.offloads)))
+    return Fit([wide, narrow], {f.op for f in shown})

@@ -101,6 +101,7 @@ def test_show_accepts_an_architecture_only_the_store_knows(fresh_store: dict[str
                              [("OddRemoteForCausalLM", "neuron", "load")])
     store.add_results(run_id, [ResultRecord(architecture="OddRemoteForCausalLM", device="neuron", check=Check.LOAD,
                                             status=Status.SKIPPED, reason="remote code")])
+    store.finish_run(run_id)  # `show` reads finished runs only
     shown = runner.invoke(app, ["show", "OddRemoteForCausalLM"])
     assert shown.exit_code == 0, shown.output
     assert "skipped" in shown.output and "remote code" in shown.output

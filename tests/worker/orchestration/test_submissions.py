@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from service import db
+from service import db, queries, runs
 from service.models import Submission
 from service.store import Store
 from worker.orchestration.submissions import run_submission
@@ -52,8 +52,10 @@ def test_submitted_config_becomes_a_one_architecture_run(sqlite_url: str) -> Non
     assert {x["check"] for x in got["results"]} == {"load", "forward", "generate", "train"}
     store = Store(sqlite_url)
     # A submission run is a run of its own trigger, and never becomes a device's headline.
-    assert store.last_run_id("neuron", trigger="submission") == got["run_id"]
-    assert store.last_run_id("neuron", trigger="manual") is None
+    with store.session() as s:
+        assert queries.list_runs(s, trigger="submission").items[0].id == got["run_id"]
+        assert runs.latest_run(s, "neuron") is None
+        assert runs.latest_run(s, "neuron", trigger="submission") is None
 
 
 @pytest.mark.parametrize(("config", "reason"), [

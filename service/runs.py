@@ -1,0 +1,133 @@
+"""Which run a read is about: a device's latest and headline run, a run's baseline, its records and completeness;
+an architecture's latest results. The run-selection half of the read rules (docs/ARCHITECTURE.md, "Read rules"):
+
+- latest run of a device = its newest *finished* (complete or incomplete) non-submission run, per trigger and
+  catalog scope; the headline = the latest *full* run (a selection run is shown as what it is, never the headline);
+- baseline of a run = the newest finished run before it on the same device, trigger and catalog ranking; a full run
+  is compared with a full one, a selection run over its own selection.
+
+Used by ``service.queries`` (the API's and the pages' reads) and by ``service.store`` (the CLI's and the gate's).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from compat.diff import FINISHED_STATES
+from compat.results import ResultRecord, Scope, Status, Trigger, is_ranked
+from service.lifecycle import reap
+from service.models import Device, PlannedResult, Result, Run, RunArchitecture
+from service.records import row_to_record
+
+_ORDER = (Run.started.desc(), Run.id.desc())
+
+
+class NotFound(LookupError):
+    """The requested run/architecture/submission/device does not exist (the API maps it to 404)."""
+
+
+def latest_run(session: Session, device: str, *, trigger: str | None = None,
+               scope: str | None = str(Scope.FULL)) -> Run | None:
+    """The latest run of ``device``: newest finished non-submission run, of ``trigger`` if given, of ``scope``
+    (default full: the headline run; None = any scope)."""
+    q = select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION),
+                          Run.state.in_(FINISHED_STATES))
+    if trigger is not None:
+        q = q.where(Run.trigger == str(trigger))
+    if scope is not None:
+        q = q.where(Run.scope == scope)
+    return session.scalars(q.order_by(*_ORDER).limit(1)).first()
+
+
+def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -> Run | None:
+    """What ``run_id`` is compared with: the newest finished run started before it on the same device, of
+    ``trigger`` (None: any but submission), with a catalog ranked alike (Hub vs registry); a full run's baseline is
+    full, a selection run's may be either (it is compared over its selection). None for the first one."""
+    run = session.get(Run, run_id)
+    if run is None:
+        return None
+    sources = [src for src, in session.execute(select(Run.catalog_source).distinct())
+               if is_ranked(src) == is_ranked(run.catalog_source)]
+    q = (select(Run).where(Run.device == run.device, Run.state.in_(FINISHED_STATES), Run.id != run.id,
+                           Run.trigger != str(Trigger.SUBMISSION), Run.catalog_source.in_(sources),
+                           (Run.started < run.started) | ((Run.started == run.started) & (Run.id < run.id))))
+    if trigger is not None:
+        q = q.where(Run.trigger == str(trigger))
+    if run.scope != Scope.SELECTION:
+        q = q.where(Run.scope == str(Scope.FULL))
+    return session.scalars(q.order_by(*_ORDER).limit(1)).first()
+
+
+def selection_of(session: Session, run_id: str) -> list[str] | None:
+    """The architectures a selection run planned; None for a full run (or an unknown one)."""
+    run = session.get(Run, run_id)
+    if run is None or run.scope != Scope.SELECTION:
+        return None
+    return list(session.scalars(select(RunArchitecture.architecture).where(RunArchitecture.run_id == run_id)))
+
+
+def missing_count(session: Session, run_id: str) -> int:
+    """Planned results of a run that have no stored result."""
+    return session.scalar(
+        select(func.count()).select_from(PlannedResult).outerjoin(
+            Result,
+            (Result.run_id == PlannedResult.run_id) & (Result.architecture == PlannedResult.architecture)
+            & (Result.device == PlannedResult.device) & (Result.check == PlannedResult.check),
+        ).where(PlannedResult.run_id == run_id, Result.id.is_(None))
+    ) or 0
+
+
+def run_records(session: Session, run_id: str) -> list[ResultRecord]:
+    """A run's records with what the rules read (statuses, ops, errors); no logs, metrics or tracebacks."""
+    rows = session.execute(
+        select(Result.architecture, Result.rank, Result.device, Result.check, Result.status, Result.blocking_op,
+               Result.reason, Result.fallback_ops).where(Result.run_id == run_id)).all()
+    return [ResultRecord.model_construct(architecture=a, rank=rank, device=d, check=c, status=Status(st),
+                                         blocking_op=op, reason=why, error=None, fallback_ops=fb or [],
+                                         metrics={}, known_issue=None)
+            for a, rank, d, c, st, op, why, fb in rows]
+
+
+def check_device(session: Session, device: str) -> str:
+    """``device`` must have been measured: else NotFound naming the known ones (never a silent empty answer)."""
+    names = device_names(session)
+    if device not in names:
+        raise NotFound(f"device {device!r} has no runs; known devices: {', '.join(names) or 'none yet'}")
+    return device
+
+
+def device_names(session: Session) -> list[str]:
+    return list(session.scalars(select(Device.name).order_by(Device.name)))
+
+
+def get_run_row(session: Session, run_id: str) -> Run:
+    reap(session, run_id=run_id)
+    run = session.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"run {run_id!r} not found")
+    return run
+
+
+def latest_runs_of(session: Session, architecture: str, device: str | None = None) -> dict[str, str]:
+    """device -> the newest finished run that has results of ``architecture`` (any scope: a run of just this
+    architecture is its latest word; submission runs, which measure a submitter's own config, are not)."""
+    q = (select(Result.device, Result.run_id).join(Run, Run.id == Result.run_id)
+         .where(Result.architecture == architecture, Run.trigger != str(Trigger.SUBMISSION),
+                Run.state.in_(FINISHED_STATES)))
+    if device is not None:
+        q = q.where(Result.device == device)
+    newest: dict[str, str] = {}
+    for dev, rid in session.execute(q.order_by(*_ORDER)):
+        newest.setdefault(dev, rid)
+    return newest
+
+
+def latest_results_in(session: Session, architecture: str, device: str | None = None) -> list[ResultRecord]:
+    """Results of ``architecture`` per device from its latest run there (``latest_runs_of``)."""
+    out: list[ResultRecord] = []
+    for dev, rid in sorted(latest_runs_of(session, architecture, device).items()):
+        rows = session.scalars(select(Result).where(
+            Result.run_id == rid, Result.architecture == architecture, Result.device == dev).order_by(Result.id))
+        out.extend(row_to_record(r) for r in rows)
+    return out
