@@ -79,11 +79,12 @@ _MATMUL_DECISION = {
 NATIVE_DTYPE_DECISIONS: dict[str, dict] = {
     "aten::histc": {
         "dtypes": "float", "confidence": "low",
-        "decision": "native for floating inputs (src-histc). Integer histc: the source's kernel has no dtype check "
-                    "and would count in the input dtype, but PyTorch's CPU kernel has no integer histc "
-                    "(pytorch-histc-cpu), so there is no reference to match; we classify integer histc as "
-                    "cpu_fallback, i.e. it does exactly what the host does (the CPU's 'not implemented' error), and "
-                    "the failure is the CPU reference's, not the device's.",
+        "decision": "native for floating inputs (src-histc). Integer histc is cpu_fallback, not native: the "
+                    "source's kernel has no dtype check and would count in the input dtype, but PyTorch's CPU kernel "
+                    "has no integer histc (pytorch-histc-cpu), so a native claim could not be checked against the CPU "
+                    "reference. On the simulated device the fallback computes it in a wider dtype (fallback.py), which "
+                    "gives the counts the source's kernel would; the CPU reference itself raises, so a harness that "
+                    "compares with the CPU blames the reference, not the device.",
         "decision_sources": ["src-histc", "pytorch-histc-cpu"],
     },
     **{op: dict(_MATMUL_DECISION) for op in ("aten::mm", "aten::bmm", "aten::addmm", "aten::addmv", "aten::mv",
