@@ -83,8 +83,11 @@ def _verdict(func, dtypes: list[torch.dtype]) -> tuple[int, type[NeuronUnsupport
         if d in prof.rejected_dtypes:
             return UNSUPPORTED, NeuronUnsupportedDtypeError, prof.rejected_dtypes[d]
     if name.startswith("prims::"):
-        # Reference decompositions bottom out in prims; a prim runs where its aten namesake is native.
+        # Reference decompositions (compiled graphs) bottom out in prims: a prim follows its aten namesake where the
+        # profile has one; the rest (convert_element_type, bessel_i0, ...) are primitives any lowering has.
         name = "aten::" + name[len("prims::"):]
+        if prof._entry(name) is None:
+            return NATIVE, None, ""
     if name in LAZY_BIT_VIEWS:
         return MATERIALIZE, None, ""
     entry = prof._entry(name)

@@ -36,8 +36,8 @@ def _composites() -> tuple[set[str], set[str]]:
     """(view ops, other ops) with a CompositeExplicitAutograd kernel in the installed torch (source pytorch-dispatcher)."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     views, others = set(), set()
-    for attr in dir(torch.ops.aten):
-        packet = getattr(torch.ops.aten, attr, None)
+    for name in rules.aten_op_names():
+        packet = getattr(torch.ops.aten, name[len("aten::"):], None)
         if not isinstance(packet, torch._ops.OpOverloadPacket):
             continue
         for ov in packet.overloads():

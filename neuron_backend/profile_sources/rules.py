@@ -64,9 +64,12 @@ _QUANTIZED_PREFIXES = ("quantize_per_", "dequantize", "q_", "int_repr", "_make_p
 
 def unsupported_ops() -> list[str]:
     """ATen quantized-tensor ops of the installed torch: the docs' N class ('Quantized operator variants')."""
-    return sorted(f"aten::{n}" for n in dir(torch.ops.aten)
-                  if n.startswith(_QUANTIZED_PREFIXES)
-                  and isinstance(getattr(torch.ops.aten, n, None), torch._ops.OpOverloadPacket))
+    return sorted(n for n in aten_op_names() if n[len("aten::"):].startswith(_QUANTIZED_PREFIXES))
+
+
+def aten_op_names() -> list[str]:
+    """Every ``aten::`` op name the installed torch registers (``dir(torch.ops.aten)`` lists only loaded ones)."""
+    return sorted({n.split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")})
 
 
 _MATMUL_DECISION = {
