@@ -91,23 +91,24 @@ NATIVE_DTYPE_DECISIONS: dict[str, dict] = {
         "decision_sources": ["src-histc", "pytorch-histc-cpu"],
     },
     **{op: dict(_MATMUL_DECISION) for op in ("aten::mm", "aten::bmm", "aten::addmm", "aten::addmv", "aten::mv",
-                                             "aten::dot", "aten::linear", "aten::_grouped_mm", "aten::convolution")},
+                                             "aten::dot", "aten::linear", "aten::convolution")},
 }
 
 KNOWN_ISSUES: list[dict] = [
     {
         "op": "aten::_grouped_mm", "precondition": "grouped_mm_128_alignment", "dtypes": None,
-        "error": "ValueError", "cpu_retry": False, "confidence": "medium", "source": "src-grouped-mm",
+        "error": "ValueError", "cpu_retry": False, "confidence": "low", "source": "src-grouped-mm",
         "reason": "the Neuron _grouped_mm (2D x 2D, 2D x 3D) requires the grouped dimension and every offs entry "
                   "to be multiples of 128, offs in range and sorted; otherwise can_handle raises ValueError before "
-                  "any CPU fallback",
+                  "any CPU fallback (TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 skips the check)",
+        "note": "pre-beta source; Neuron 2.34 changed MoE support (docs-release-notes), so the release may differ",
     },
 ]
 
 DECISIONS: list[dict] = [
     {"subject": "aten::histc on integer inputs", "confidence": "low",
      "decision": NATIVE_DTYPE_DECISIONS["aten::histc"]["decision"], "sources": ["src-histc", "pytorch-histc-cpu"]},
-    {"subject": "integer matmul (mm, bmm, addmm, addmv, mv, dot, linear, _grouped_mm, convolution)",
+    {"subject": "integer matmul (mm, bmm, addmm, addmv, mv, dot, linear, convolution)",
      "confidence": "low", "decision": _MATMUL_DECISION["decision"], "sources": _MATMUL_DECISION["decision_sources"]},
     {"subject": "granularity", "confidence": "medium",
      "decision": "classes are per op name: an op with any registered overload counts native for all its overloads "

@@ -235,7 +235,7 @@ def test_matmul_family_follows_the_bf16_policy():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("profile", ["trn2", "legacy-xla"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32, torch.bool], ids=str)
 def test_full_op_db_drive(profile, dtype, exact):
     neuron_backend.set_profile(profile)
     # bf16 results differ from the CPU only where a decomposition reorders bf16 arithmetic: 1.6e-2 is bf16's

@@ -124,6 +124,20 @@ def test_grouped_mm_alignment_is_a_known_issue_raising_value_error():
     assert issubclass(policy.NeuronKernelValueError, ValueError)
 
 
+def test_known_issue_is_decided_then_checked_per_call(monkeypatch):
+    gmm, bf16, i32 = torch.ops.aten._grouped_mm.default, torch.bfloat16, torch.int32
+    assert policy.decide(gmm, [bf16, bf16, i32]) == policy.KERNEL_FAIL  # cache-safe: "check each call"
+    a, b = torch.ones(256, 8, dtype=bf16), torch.ones(2, 8, 4, dtype=bf16)
+    bad, good = torch.tensor([100, 256], dtype=i32), torch.tensor([128, 256], dtype=i32)
+    issue = policy.kernel_failure(gmm, [bf16, bf16, i32], (a, b, bad))
+    assert issue is not None and issue.op == "aten::_grouped_mm"
+    assert policy.kernel_failure(gmm, [bf16, bf16, i32], (a, b, good)) is None
+    err = policy.error_for(gmm, [bf16, bf16, i32], [(256, 8), (2, 8, 4), (2,)])
+    assert isinstance(err, ValueError) and err.op == "aten::_grouped_mm" and "128" in err.reason
+    monkeypatch.setattr(policy.CONFIG, "skip_op_preconditions", True, raising=False)  # the source's opt-out
+    assert policy.kernel_failure(gmm, [bf16, bf16, i32], (a, b, bad)) is None
+
+
 def test_unknown_profile_is_one_line_listing_the_valid_ones():
     with pytest.raises(profiles.ProfileError) as info:
         profiles.load("torchneuron")
