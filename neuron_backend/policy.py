@@ -114,6 +114,8 @@ def _verdict(func, dtypes: list[torch.dtype]) -> tuple[int, type[NeuronUnsupport
             return KERNEL_FAIL, NeuronKernelValueError if issue.error == "ValueError" else KernelError, (
                 f"{issue.reason} ({issue.source})")
     if entry.cls == "composite":
+        if decision_is_composite(func):  # CompositeImplicitAutograd: its own kernel is its lowering
+            return COMPOSITE, None, ""
         return (DECOMPOSE if func in decomposition_table else NATIVE), None, ""
     if name in MATMUL_OPERANDS and CONFIG.autocast_matmul and _F32 in dtypes:
         return MATMUL, None, ""

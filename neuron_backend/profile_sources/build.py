@@ -32,26 +32,44 @@ def _exists(op: str) -> bool:
     return isinstance(getattr(torch.ops.aten, op[len("aten::"):], None), torch._ops.OpOverloadPacket)
 
 
+def _is_out(op) -> bool:
+    s = op._schema
+    return op._overloadname.endswith("out") or any(
+        a.kwarg_only and a.alias_info is not None and a.alias_info.is_write for a in s.arguments)
+
+
 def _composites() -> tuple[set[str], set[str]]:
-    """(view ops, other ops) with a CompositeExplicitAutograd kernel in the installed torch (source pytorch-dispatcher)."""
+    """(view ops, other ops) whose every overload that reaches a backend (not out=, not CompositeImplicitAutograd)
+    has a CompositeExplicitAutograd kernel in the installed torch, or that are CompositeImplicitAutograd only
+    (source pytorch-dispatcher). Out= overloads are left out: PyTorch autogenerates them as composites even where
+    the functional op has per-backend kernels."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     views, others = set(), set()
     for name in rules.aten_op_names():
         packet = getattr(torch.ops.aten, name[len("aten::"):], None)
         if not isinstance(packet, torch._ops.OpOverloadPacket):
             continue
+        reaching, all_views, implicit = [], True, False
         for ov in packet.overloads():
             op = getattr(packet, ov)
             try:
-                if not has(op.name(), "CompositeExplicitAutograd") or has(op.name(), "CompositeImplicitAutograd"):
+                if _is_out(op):
                     continue
+                if has(op.name(), "CompositeImplicitAutograd"):
+                    implicit = True
+                    continue
+                reaching.append(has(op.name(), "CompositeExplicitAutograd"))
             except RuntimeError:  # a schema-only overload (aten::__and__.bool)
                 continue
             s = op._schema
             is_view = bool(s.returns) and all(r.alias_info is not None and not r.alias_info.is_write for r in s.returns)
             writes = any(a.alias_info is not None and a.alias_info.is_write for a in s.arguments)
-            (views if is_view and not writes else others).add(s.name)
-    return views, others - views
+            all_views = all_views and is_view and not writes
+        if reaching and all(reaching):
+            (views if all_views else others).add(name)
+        elif not reaching and implicit:  # decomposes above the backend (reshape, layer_norm, dropout)
+            others.add(name)
+    return views, others
 
 
 def _native_ops(src: dict) -> tuple[dict[str, dict], list[str]]:
@@ -123,7 +141,7 @@ def _torchneuron(name: str, docs: dict, src: dict) -> dict:
 
 
 def _legacy(docs: dict, legacy: list[str]) -> dict:
-    views, _ = _composites()
+    views, others = _composites()
     ops, missing = {}, []
     for full in legacy:
         op = full.rstrip("_") if full.endswith("_") and not _exists(full) else full
@@ -134,6 +152,8 @@ def _legacy(docs: dict, legacy: list[str]) -> dict:
     for op in sorted(views):
         ops.setdefault(op, {"class": "native", "dtypes": "any", "source": "pytorch-dispatcher",
                             "note": "view op: metadata only"})
+    for op in sorted(others):
+        ops.setdefault(op, {"class": "composite", "dtypes": "any", "source": "pytorch-dispatcher"})
     hw = rules.HARDWARE["legacy-xla"]
     return {
         "name": "legacy-xla",

@@ -49,12 +49,18 @@ DTYPES = {
 
 
 def rejected_dtypes(profile: str) -> dict[str, dict]:
-    """The FP8 'fnuz' dtypes neuronx-cc rejects (NCC_EVRF005), for every generation the error page covers."""
+    """The FP8 'fnuz' dtypes neuronx-cc rejects (NCC_EVRF005), for every generation the error page covers; for the
+    XLA-era profile also complex (NCC_EVRF004), which TorchNeuron decomposes instead."""
     out = {}
     for name in ("float8_e4m3fnuz", "float8_e5m2fnuz"):
         if isinstance(getattr(torch, name, None), torch.dtype):
             out[name] = {"reason": f"neuronx-cc rejects {name.upper()} (NCC_EVRF005: F8E4M3FNUZ, F8E4M3B11FNUZ and "
                                    "F8E5M2FNUZ are not supported)", "source": "docs-evrf005"}
+    if profile == "legacy-xla":  # no framework complex decomposition before TorchNeuron
+        for name in ("complex32", "complex64", "complex128"):
+            out[name] = {"reason": "neuronx-cc: complex data types are not supported on the Neuron device "
+                                   "(NCC_EVRF004); the XLA-era torch-neuronx had no complex decomposition",
+                         "source": "docs-evrf004"}
     return out
 
 

@@ -90,6 +90,7 @@ def test_legacy_xla_is_the_41_op_page_and_says_it_was_never_an_allow_list():
     assert prof.classification("aten::amax") == "cpu_fallback"  # not on the page
     assert prof.classification("aten::nonzero") == "cpu_fallback"  # XLA ran it on the CPU
     assert prof.input_autocast == {} and prof.hardware.neuroncore == "NeuronCore-v2"
+    assert "EVRF004" in prof.rejected_dtypes[torch.complex64]  # no framework complex decomposition before TorchNeuron
 
 
 def test_low_confidence_decisions_are_documented_with_sources():
