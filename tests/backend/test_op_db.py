@@ -14,6 +14,7 @@ from torch.utils._pytree import tree_map
 
 import neuron_backend
 from neuron_backend import NeuronUnsupportedOpError, policy, profiles
+from neuron_backend.stats import dtype_name
 
 # Families whose sample generation alone costs seconds or which need sparse/complex inputs the drive does not build.
 SKIP_PREFIXES = ("fft.", "sparse.", "_refs", "nn.functional.conv_transpose", "pca_lowrank", "to_sparse",
@@ -116,7 +117,7 @@ def drive(dtype: torch.dtype, names=None, every: int = 1, samples_per_op: int = 
                 except NeuronUnsupportedOpError as e:
                     _typed(e)
                     cls = prof.classification(e.op.replace("prims::", "aten::"))
-                    rejected = any(d in {profiles_dtype_name(t) for t in prof.rejected_dtypes} for d in e.dtypes)
+                    rejected = any(d in {dtype_name(t) for t in prof.rejected_dtypes} for d in e.dtypes)
                     verdict = ("unsupported", (op.name, e.op)) if cls == "unsupported" or rejected else (
                         "crash", (op.name, f"raised with fallback allowed: {str(e)[:160]}"))
                     break
@@ -145,11 +146,6 @@ def drive(dtype: torch.dtype, names=None, every: int = 1, samples_per_op: int = 
             out[verdict[0]].append(verdict[1])
     neuron_backend.set_cpu_fallback(True)
     return out
-
-
-def profiles_dtype_name(dtype: torch.dtype) -> str:
-    from neuron_backend.stats import dtype_name
-    return dtype_name(dtype)
 
 
 def _assert_clean(out: dict) -> None:
