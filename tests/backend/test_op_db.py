@@ -117,7 +117,9 @@ def drive(dtype: torch.dtype, names=None, every: int = 1, samples_per_op: int = 
                 except NeuronUnsupportedOpError as e:
                     _typed(e)
                     cls = prof.classification(e.op.replace("prims::", "aten::"))
-                    rejected = any(d in {dtype_name(t) for t in prof.rejected_dtypes} for d in e.dtypes)
+                    # a rejected dtype among the inputs, or produced inside (complex(re, im) on legacy-xla)
+                    rejected = any(d in {dtype_name(t) for t in prof.rejected_dtypes} for d in e.dtypes) or any(
+                        r in e.reason for r in prof.rejected_dtypes.values())
                     verdict = ("unsupported", (op.name, e.op)) if cls == "unsupported" or rejected else (
                         "crash", (op.name, f"raised with fallback allowed: {str(e)[:160]}"))
                     break
