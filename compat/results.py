@@ -103,7 +103,7 @@ class DeviceInfo(BaseModel):
 
     name: str  # torch device string: "neuron", "cpu", "cuda"
     simulated: bool = False
-    description: str = ""  # e.g. "bundled simulation, profile torchneuron" or "NVIDIA H100"
+    description: str = ""  # e.g. "bundled simulation, profile trn2" or "NVIDIA H100"
     torch_version: str = ""
     backend_version: str = ""  # neuron_backend / torch_neuronx / CUDA version
     details: dict[str, Any] = Field(default_factory=dict)

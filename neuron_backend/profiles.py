@@ -1,6 +1,6 @@
-"""Device profiles: the shipped JSON op tables (profiles/<name>.json) loaded and validated into a Profile.
+"""Device profiles: the generated JSON op tables (profiles/<name>.json) loaded and validated into a Profile.
 
-A profile is data: native ops with their dtypes, forbidden dtypes, int64 handling, restrictions, each with its source.
+A profile is data with provenance (profile_sources/): hardware, op classes, dtype rules, known issues, decisions.
 """
 
 from __future__ import annotations
@@ -13,6 +13,11 @@ from pathlib import Path
 import torch
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
+CLASSES = ("native", "composite", "cpu_fallback", "unsupported")
+
+
+class ProfileError(ValueError):
+    """A profile name that is not shipped, or a profile file that fails validation (the message names the entry)."""
 
 
 def available() -> list[str]:
@@ -20,19 +25,36 @@ def available() -> list[str]:
     return sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
 
 
-def _dtype(name: str) -> torch.dtype:
-    dt = getattr(torch, name, None)
-    if not isinstance(dt, torch.dtype):
-        raise ValueError(f"profile names unknown dtype {name!r}")
-    return dt
+@dataclass(frozen=True)
+class Hardware:
+    generation: str
+    neuroncore: str
+    cores_per_chip: int
+    hbm_per_chip_bytes: int
+    lnc_default: int
+    sources: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class Restriction:
-    kind: str  # data_dependent_shape | bool_index | dtype
+class KnownIssue:
+    """An op (optionally only for some dtypes, or when a named precondition fails) that fails on the real device."""
+
+    op: str
     reason: str
     source: str
     dtypes: frozenset[torch.dtype] | None = None
+    precondition: str | None = None
+    confidence: str = "medium"
+    error: str = "RuntimeError"  # the exception class the real device raises
+    cpu_retry: bool = True  # False: the real device raises before any CPU fallback (grouped_mm's can_handle)
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    cls: str
+    dtypes: frozenset[torch.dtype] | None
+    source: str
+    confidence: str = "high"
 
 
 @dataclass(frozen=True)
@@ -40,56 +62,156 @@ class Profile:
     name: str
     summary: str
     confidence: str
-    device_dtypes: frozenset[torch.dtype]
-    forbidden: dict[torch.dtype, str]
-    ops: dict[str, frozenset[torch.dtype]]
-    views: frozenset[str]
-    int64_ops: frozenset[str]
-    host_sync_ops: frozenset[str]
-    restrictions: dict[str, Restriction] = field(default_factory=dict)
+    source_date: str
+    historical: bool
+    hardware: Hardware
+    entries: dict[str, OpEntry]
+    default_class: str
+    input_autocast: dict[torch.dtype, torch.dtype]
+    rejected_dtypes: dict[torch.dtype, str]
+    complex_decompose_default: bool
+    matmul_autocast: str
+    kernel_failures: dict[str, KnownIssue]
+    sources: dict[str, dict]
+    int64_ops: frozenset[str] = frozenset()
+    host_sync_ops: frozenset[str] = frozenset()
+    decisions: tuple[dict, ...] = ()
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def native_dtypes(self, op: str) -> frozenset[torch.dtype] | None:
-        """Dtypes an op runs natively with, or None; in-place variants (``add_``) follow their functional op."""
-        found = self.ops.get(op)
+    def _entry(self, op: str) -> OpEntry | None:
+        found = self.entries.get(op)
         if found is None and op.endswith("_") and not op.endswith("__"):
-            found = self.ops.get(op[:-1])
+            # An in-place variant (sigmoid_) follows its functional op when that has a Neuron implementation; a
+            # composite functional op (normal) says nothing about its in-place kernel (normal_ is per backend).
+            found = self.entries.get(op[:-1])
+            if found is not None and found.cls != "native":
+                found = None
         return found
 
+    def classification(self, op: str) -> str:
+        """native | composite | cpu_fallback | unsupported for an ATen op name (``aten::add``); others default."""
+        e = self._entry(op)
+        return e.cls if e is not None else self.default_class
 
-def _parse(raw: dict) -> Profile:
-    dt = raw["dtypes"]
-    groups = {g: frozenset(_dtype(n) for n in names) for g, names in dt["groups"].items()}
-    ops = {}
-    for op, group in raw["ops"].items():
-        if not op.startswith("aten::") or group not in groups:
-            raise ValueError(f"profile {raw['name']}: bad entry {op!r}: {group!r}")
-        ops[op] = groups[group]
-    restrictions = {}
-    for r in raw.get("restrictions", []):
-        for op in r["ops"]:
-            restrictions[op] = Restriction(
-                kind=r["kind"], reason=r["reason"], source=r["source"],
-                dtypes=groups[r["dtypes"]] if "dtypes" in r else None,
-            )
+    def native_dtypes(self, op: str) -> frozenset[torch.dtype] | None:
+        """Dtypes an op runs natively with (native or composite entries), or None."""
+        e = self._entry(op)
+        return e.dtypes if e is not None and e.cls in ("native", "composite") else None
+
+    def source_of(self, op: str) -> str:
+        """The cited reference (URL, or repo + path + commit) behind an op's class."""
+        e = self._entry(op)
+        key = e.source if e is not None else self.raw["default_class"]["source"]
+        return self.sources[key]["ref"]
+
+    @property
+    def ops(self) -> dict[str, frozenset[torch.dtype]]:
+        """Native ops with their dtypes (native and composite entries)."""
+        return {op: e.dtypes for op, e in self.entries.items() if e.cls in ("native", "composite")}
+
+
+def _dtype(name: str, where: str) -> torch.dtype:
+    dt = getattr(torch, name, None)
+    if not isinstance(dt, torch.dtype):
+        raise ProfileError(f"{where}: unknown dtype {name!r}")
+    return dt
+
+
+def _aten_exists(op: str) -> bool:
+    return op.startswith("aten::") and isinstance(getattr(torch.ops.aten, op[6:], None), torch._ops.OpOverloadPacket)
+
+
+def _parse(raw: dict, file: str) -> Profile:
+    sources = raw["sources"]
+
+    def cite(key: str, where: str) -> str:
+        if not key or key not in sources or not sources[key].get("ref"):
+            raise ProfileError(f"{file}: {where}: missing source {key!r}")
+        return key
+
+    groups = {g: frozenset(_dtype(n, f"{file}: dtypes.groups.{g}") for n in names)
+              for g, names in raw["dtypes"]["groups"].items()}
+    entries = {}
+    for op, e in raw["ops"].items():
+        where = f"ops[{op!r}]"
+        if not _aten_exists(op):
+            raise ProfileError(f"{file}: {where}: unknown op name for torch {torch.__version__}")
+        if e.get("class") not in CLASSES:
+            raise ProfileError(f"{file}: {where}: unknown class {e.get('class')!r}")
+        dts = e.get("dtypes")
+        if dts is not None and dts not in groups:
+            raise ProfileError(f"{file}: {where}: unknown dtype group {dts!r}")
+        for key in e.get("decision_sources", []):
+            cite(key, where)
+        entries[op] = OpEntry(e["class"], groups[dts] if dts else None, cite(e.get("source"), where),
+                              e.get("confidence", "high"))
+    issues = {}
+    for i, k in enumerate(raw["known_issues"]):
+        where = f"known_issues[{i}] ({k.get('op')})"
+        if not _aten_exists(k["op"]):
+            raise ProfileError(f"{file}: {where}: unknown op name for torch {torch.__version__}")
+        issues[k["op"]] = KnownIssue(
+            op=k["op"], reason=k["reason"], source=sources[cite(k.get("source"), where)]["ref"],
+            dtypes=groups[k["dtypes"]] if k.get("dtypes") else None, precondition=k.get("precondition"),
+            confidence=k.get("confidence", "medium"), error=k.get("error", "RuntimeError"),
+            cpu_retry=k.get("cpu_retry", True))
+    for i, d in enumerate(raw.get("decisions", [])):
+        for key in d["sources"]:
+            cite(key, f"decisions[{i}] ({d['subject']})")
+    hw = raw["hardware"]
+    for key in hw["sources"]:
+        cite(key, "hardware")
+    ia = raw["input_autocast"]
+    cite(ia["source"], "input_autocast")
+    cite(raw["default_class"]["source"], "default_class")
+    cite(raw["matmul_autocast"]["source"], "matmul_autocast")
+    cite(raw["complex_decompose_default"]["source"], "complex_decompose_default")
+    if raw["default_class"]["class"] not in CLASSES:
+        raise ProfileError(f"{file}: default_class: unknown class {raw['default_class']['class']!r}")
+    if raw["matmul_autocast"]["value"] not in ("none", "bf16"):
+        raise ProfileError(f"{file}: matmul_autocast: expected 'none' or 'bf16'")
     return Profile(
         name=raw["name"],
         summary=raw["summary"],
         confidence=raw["confidence"],
-        device_dtypes=frozenset(_dtype(n) for n in dt["device"]),
-        forbidden={_dtype(n): src for n, src in dt["forbidden"].items()},
-        ops=ops,
-        views=frozenset(raw["views_and_memory"]["ops"]),
-        int64_ops=frozenset(raw["int64"]["ops"]),
+        source_date=raw["source_date"],
+        historical=bool(raw["historical"]),
+        hardware=Hardware(hw["generation"], hw["neuroncore"], int(hw["cores_per_chip"]),
+                          int(hw["hbm_per_chip_bytes"]), int(hw["lnc_default"]),
+                          tuple(sources[k]["ref"] for k in hw["sources"])),
+        entries=entries,
+        default_class=raw["default_class"]["class"],
+        input_autocast={_dtype(a, f"{file}: input_autocast"): _dtype(b, f"{file}: input_autocast")
+                        for a, b in ia["map"].items()},
+        rejected_dtypes={_dtype(n, f"{file}: rejected_dtypes"):
+                         f"{r['reason']} ({sources[cite(r.get('source'), f'rejected_dtypes[{n!r}]')]['ref']})"
+                         for n, r in raw["rejected_dtypes"].items()},
+        complex_decompose_default=bool(raw["complex_decompose_default"]["value"]),
+        matmul_autocast=raw["matmul_autocast"]["value"],
+        kernel_failures=issues,
+        sources=sources,
+        int64_ops=frozenset(raw.get("int64_ops", [])),
         host_sync_ops=frozenset(raw["host_sync"]["ops"]),
-        restrictions=restrictions,
+        decisions=tuple(raw.get("decisions", [])),
         raw=raw,
     )
 
 
+def parse_file(path: Path) -> Profile:
+    """Parse and validate one profile file; failures raise ProfileError naming the file and the entry."""
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ProfileError(f"{path.name}: cannot read: {e}") from e
+    try:
+        return _parse(raw, path.name)
+    except KeyError as e:
+        raise ProfileError(f"{path.name}: missing field {e}") from e
+
+
 @cache
 def load(name: str) -> Profile:
-    """Load a shipped profile by name; unknown names fail with the list of valid ones."""
+    """Load a shipped profile by name; an unknown name fails with one line listing the valid ones."""
     if name not in available():
-        raise ValueError(f"NEURON_PROFILE={name!r}: unknown profile; choose one of {available()}")
-    return _parse(json.loads((PROFILE_DIR / f"{name}.json").read_text()))
+        raise ProfileError(f"unknown NEURON_PROFILE {name!r}; valid profiles: {', '.join(available())}")
+    return parse_file(PROFILE_DIR / f"{name}.json")

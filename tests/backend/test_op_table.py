@@ -1,5 +1,5 @@
-"""The op table as data: shipped profiles, cited restrictions, typed errors with op/dtypes/shapes, decomposition,
-the published-ops profile, int64 handling and the CPU fallback's record.
+"""The op table in eager use: ops without a Neuron implementation fall back to the CPU (recorded) or, in strict mode,
+raise the typed error naming op, dtypes, shapes and the source; unsupported ops and rejected dtypes always raise.
 """
 
 from __future__ import annotations
@@ -11,109 +11,129 @@ import pytest
 import torch
 
 import neuron_backend
-from neuron_backend import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError, policy, profiles
+from neuron_backend import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError, policy
+from neuron_backend.config import CONFIG
 
 
-def test_profiles_ship_and_cite_their_sources():
-    assert {"torchneuron", "published-ops"} <= set(profiles.available())
-    for name in profiles.available():
-        prof = profiles.load(name)
-        assert prof.ops and prof.confidence
-        assert torch.float64 in prof.forbidden and torch.complex64 in prof.forbidden
-        for r in prof.restrictions.values():
-            assert "docs" in r.source.lower() or "kernels" in r.source.lower(), r
-        for src in prof.forbidden.values():
-            assert "AWS Neuron docs" in src
-    assert len(profiles.load("published-ops").ops) < len(profiles.load("torchneuron").ops)
-
-
-def test_unsupported_dtype_error_names_op_dtypes_shapes(dev):
-    with pytest.raises(NeuronUnsupportedDtypeError) as info:
-        torch.histc(torch.arange(8, device="neuron"), bins=4)
-    e = info.value
-    assert (e.op, e.dtypes, e.shapes) == ("aten::histc", ("Long",), ((8,),))
-    assert "aten::histc" in str(e) and "Long" in str(e) and "[8]" in str(e)
-    assert isinstance(e, NeuronUnsupportedOpError) and isinstance(e, RuntimeError)
-    assert pickle.loads(pickle.dumps(e)).op == "aten::histc"
-
-
-@pytest.mark.parametrize(
-    "fn, op",
-    [
-        (lambda x: torch.nonzero(x > 0), "aten::nonzero"),
-        (lambda x: x[x > 0], "aten::index"),
-        (lambda x: torch.masked_select(x, x > 0), "aten::masked_select"),
-        (lambda x: torch.unique(x), "aten::_unique2"),
-    ],
-)
-def test_data_dependent_shapes_are_unsupported_ops(dev, fn, op):
-    with pytest.raises(NeuronUnsupportedOpError) as info:
-        fn(torch.randn(4, 4, device="neuron"))
-    assert type(info.value) is NeuronUnsupportedOpError and info.value.op == op
-    assert "data-dependent" in str(info.value)
-
-
-def test_float64_and_complex_cannot_live_on_the_device(dev):
-    x = torch.randn(3, device="neuron")
-    for make in (lambda: x.double(), lambda: torch.zeros(2, dtype=torch.float64, device="neuron"),
-                 lambda: torch.ones(2, dtype=torch.complex64).to("neuron"), lambda: x.sum(dtype=torch.float64)):
-        with pytest.raises(NeuronUnsupportedDtypeError):
-            make()
-
-
-def test_integer_matmul_is_a_dtype_error(dev):
-    a = torch.ones(2, 2, dtype=torch.int32, device="neuron")
-    with pytest.raises(NeuronUnsupportedDtypeError, match="aten::mm"):
-        torch.mm(a, a)
-
-
-def test_ops_outside_the_table_are_decomposed(dev, exact_numerics):
-    op = torch.ops.aten.hardshrink.default
-    assert policy.active().native_dtypes("aten::hardshrink") is None
-    assert policy.explain(op, [torch.float32]) == "decomposed"
-    x = torch.tensor([-1.0, -0.2, 0.3, 2.0])
-    # the decomposition (where/abs/gt) computes the same values exactly
-    assert torch.equal(torch.nn.functional.hardshrink(x.to("neuron")).cpu(), torch.nn.functional.hardshrink(x))
-
-
-def test_undecomposable_error_names_the_lowered_op(dev):
-    with pytest.raises(NeuronUnsupportedOpError) as info:
-        torch.special.i0(torch.randn(3, device="neuron"))
-    assert info.value.op == "aten::i0" and "prims::bessel_i0" in info.value.reason
-
-
-def test_published_ops_profile_is_narrower(dev):
-    x = torch.randn(4, 4, device="neuron")
-    assert torch.amax(x, 0).device == dev  # native in torchneuron
-    neuron_backend.set_profile("published-ops")
-    assert torch.relu(x).device == dev  # listed on the published page
-    with pytest.raises(NeuronUnsupportedOpError) as info:
-        torch.amax(x, 0)
-    assert info.value.op == "aten::amax" and "published-ops" in str(info.value)
-
-
-def test_int64_is_lowered_to_int32(dev):
-    big = torch.tensor([2**40 + 3, 5])
-    assert torch.tensor([2**40 + 3, 5], device="neuron").cpu().tolist() == [3, 5]
-    assert big.to("neuron").cpu().tolist() == [3, 5]
-    x = torch.tensor([2**31 - 1], device="neuron")
-    assert (x + 1).cpu().tolist() == [-(2**31)]  # wraps like int32 arithmetic
-    assert torch.arange(3, device="neuron").dtype == torch.int64  # dtype kept; values are int32-ranged
-
-
-def test_cpu_fallback_runs_and_records_once_per_op(dev):
+@pytest.fixture
+def fallback_on():
+    """The vendor's default (CPU fallback allowed); set explicitly until the device's config default lands."""
     neuron_backend.set_cpu_fallback(True)
     neuron_backend.reset_fallback_ops()
-    x = torch.tensor([0.0, 1.0, -2.0, 3.0], device="neuron")
+    yield
+    neuron_backend.reset_fallback_ops()
+
+
+@pytest.fixture
+def strict():
+    neuron_backend.set_cpu_fallback(False)
+    neuron_backend.reset_fallback_ops()
+
+
+def test_op_without_neuron_implementation_falls_back_and_is_recorded_once(dev, fallback_on):
+    probs = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        first = torch.nonzero(x)
-        torch.nonzero(x)
-    assert first.device == dev and first.cpu().flatten().tolist() == [1, 2, 3]
-    assert neuron_backend.fallback_ops() == ["aten::nonzero (Float)"]
-    assert sum("falling back to the CPU" in str(w.message) for w in caught) == 1
-    neuron_backend.reset_fallback_ops()
+        first = torch.multinomial(probs.to("neuron"), 1)
+        torch.multinomial(probs.to("neuron"), 1)
+    # one-hot rows: the sample is deterministic, so device and CPU must agree exactly
+    assert first.device == dev and first.cpu().flatten().tolist() == [1, 2]
+    assert neuron_backend.fallback_ops() == ["aten::multinomial (Float)"]
+    assert sum("aten::multinomial" in str(w.message) for w in caught) == 1
+
+
+def test_strict_mode_raises_the_typed_error_with_op_dtypes_shapes_and_source(dev, strict):
+    with pytest.raises(NeuronUnsupportedOpError) as info:
+        torch.multinomial(torch.ones(2, 3, device="neuron"), 1)
+    e = info.value
+    assert (e.op, e.dtypes, e.shapes) == ("aten::multinomial", ("Float",), ((2, 3),))
+    assert "NeuronBindings.cpp" in e.reason and "strict mode" in e.reason
+    assert pickle.loads(pickle.dumps(e)).op == "aten::multinomial"
     assert neuron_backend.fallback_ops() == []
+
+
+def test_explicit_cpu_fallback_registration_is_a_fallback(dev, fallback_on):
+    a = torch.randn(4, 4)
+    q, _ = torch.linalg.qr(a.to("neuron"))
+    # LAPACK runs on the host either way: the same kernel, bit-identical
+    assert torch.equal(q.cpu(), torch.linalg.qr(a)[0])
+    assert "aten::linalg_qr (Float)" in neuron_backend.fallback_ops()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.nonzero(x > 0),
+    lambda x: x[x > 0],
+    lambda x: torch.masked_select(x, x > 0),
+    lambda x: torch.repeat_interleave(x, torch.tensor([1, 2, 1, 0], device=x.device), dim=0),
+])
+def test_data_dependent_shape_ops_are_native_on_trn2(dev, strict, fn):
+    x = torch.tensor([[1.0, -1.0], [2.0, 3.0], [-4.0, 5.0], [6.0, -7.0]])
+    got = fn(x.to("neuron"))
+    assert got.device == dev and torch.equal(got.cpu(), fn(x))
+    assert neuron_backend.fallback_ops() == []
+
+
+def test_unsupported_op_raises_even_with_fallback_allowed(dev, fallback_on):
+    with pytest.raises(NeuronUnsupportedOpError) as info:
+        torch.quantize_per_tensor(torch.randn(3).to("neuron"), 0.1, 0, torch.qint8)
+    e = info.value
+    assert e.op == "aten::quantize_per_tensor" and e.dtypes == ("Float",) and e.shapes == ((3,),)
+    assert "not supported on Neuron" in e.reason and "supported-operators" in e.reason
+    assert neuron_backend.fallback_ops() == []
+
+
+def test_only_fnuz_fp8_is_rejected_and_always(dev, fallback_on):
+    x = torch.randn(3).to("neuron")
+    with pytest.raises(NeuronUnsupportedDtypeError) as info:
+        x.to(torch.float8_e4m3fnuz)
+    assert "EVRF005" in info.value.reason
+    for dt in (torch.float64, torch.int64, torch.float8_e4m3fn, torch.bfloat16):
+        assert x.to(dt).dtype == dt  # held on the device (64-bit computed as 32-bit by input autocast)
+    assert torch.zeros(2, dtype=torch.float64, device="neuron").device == dev
+
+
+def test_integer_matmul_falls_back_or_is_a_dtype_error_in_strict_mode(dev, fallback_on):
+    a = torch.arange(4, dtype=torch.int32).reshape(2, 2)
+    assert torch.equal(torch.mm(a.to("neuron"), a.to("neuron")).cpu(), torch.mm(a, a))
+    assert neuron_backend.fallback_ops() == ["aten::mm (Int)"]
     neuron_backend.set_cpu_fallback(False)
-    with pytest.raises(NeuronUnsupportedOpError):
-        torch.nonzero(x)
+    with pytest.raises(NeuronUnsupportedDtypeError, match="aten::mm"):
+        torch.mm(a.to("neuron"), a.to("neuron"))
+
+
+def test_float_histc_is_native_integer_histc_falls_back(dev, fallback_on):
+    x = torch.tensor([0.0, 1.0, 1.0, 3.0])
+    assert torch.equal(torch.histc(x.to("neuron"), bins=4).cpu(), torch.histc(x, bins=4))
+    assert neuron_backend.fallback_ops() == []
+    assert policy.active().classification("aten::histc") == "native"
+    assert "cpu fallback" in policy.explain(torch.ops.aten.histc.default, [torch.int32])
+    neuron_backend.set_cpu_fallback(False)
+    with pytest.raises(NeuronUnsupportedDtypeError) as info:
+        torch.histc(torch.tensor([0, 1, 1, 3], dtype=torch.int32, device="neuron"), bins=4)
+    assert info.value.op == "aten::histc" and info.value.dtypes == ("Int",)
+
+
+def test_composite_op_decomposes_into_decided_ops(dev, fallback_on):
+    # randn has a CompositeExplicitAutograd kernel (empty + normal_): normal_ has no Neuron implementation
+    torch.manual_seed(0)
+    x = torch.empty(3, device="neuron").normal_()
+    assert x.device == dev and "aten::normal_ (Float)" in neuron_backend.fallback_ops()
+    assert policy.explain(torch.ops.aten.celu.default, [torch.float32]) == "decomposed"
+
+
+def test_legacy_xla_runs_page_ops_natively_and_falls_back_otherwise(dev, fallback_on):
+    x = torch.randn(4, 4).to("neuron")
+    neuron_backend.set_profile("legacy-xla")  # restored by conftest
+    assert torch.relu(x).device == dev and neuron_backend.fallback_ops() == []  # on the page
+    assert torch.equal(torch.amax(x, 0).cpu(), torch.amax(x.cpu(), 0))
+    assert neuron_backend.fallback_ops() == ["aten::amax (Float)"]
+    neuron_backend.set_cpu_fallback(False)
+    with pytest.raises(NeuronUnsupportedOpError) as info:
+        torch.amax(x, 0)
+    assert info.value.op == "aten::amax" and "legacy-xla" in str(info.value)
+
+
+def test_unknown_profile_name_is_rejected(dev):
+    with pytest.raises(ValueError, match="valid profiles: legacy-xla, trn2, trn3"):
+        neuron_backend.set_profile("published-ops")
+    assert CONFIG.profile in ("trn2", "trn3", "legacy-xla")

@@ -99,7 +99,7 @@ def seed_sweep(store, now: datetime | None = None) -> dict[str, str]:  # noqa: A
     now = now or datetime.now(UTC)
     catalog = [ArchitectureEntry(name=n, model_type=t, rank=i + 1, downloads=10_000_000 // (i + 1), representative=r,
                                  remote_code=n.startswith("Deepseek")) for i, (n, t, r) in enumerate(CATALOG)]
-    neuron = DeviceInfo(name="neuron", simulated=True, description="bundled simulation, profile torchneuron")
+    neuron = DeviceInfo(name="neuron", simulated=True, description="bundled simulation, profile trn2")
     cpu = DeviceInfo(name="cpu", description="x86_64 CPU reference")
     plans = [
         ("neuron_prev", neuron, now - timedelta(days=1), _neuron_outcomes(0)),

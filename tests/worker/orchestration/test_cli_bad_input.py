@@ -31,8 +31,8 @@ BAD_INPUT: list[tuple[list[str], dict[str, str], str]] = [
      "did you mean LlamaForCausalLM, MllamaForCausalLM or Llama4ForCausalLM? 181 architectures known; list them "
      "with `compat catalog list`"),
     (["sweep", "--device", "cpu", "--baseline", "0123abcd"], {}, "unknown run id '0123abcd'; no runs known"),
-    (["sweep", "--device", "neuron"], {"NEURON_PROFILE": "torchneuronn"},
-     "unknown NEURON_PROFILE 'torchneuronn'; did you mean torchneuron? valid profiles: published-ops, torchneuron"),
+    (["sweep", "--device", "neuron"], {"NEURON_PROFILE": "legacy_xla"},
+     "unknown NEURON_PROFILE 'legacy_xla'; did you mean legacy-xla? valid profiles: legacy-xla, trn2, trn3"),
     (["show", "mixtral"], {}, "unknown architecture 'mixtral'; did you mean MixtralForCausalLM"),
     (["show", "LlamaForCausalLM", "--device", "tpu"], {}, "unknown device 'tpu'"),
     (["blockers", "--device", "tpu"], {}, "unknown device 'tpu'"),

@@ -151,7 +151,7 @@ def test_abort_records_blame_the_running_check_only() -> None:
 
 
 def test_cpu_fallback_pass_is_recorded_with_its_fallen_back_ops(monkeypatch: pytest.MonkeyPatch) -> None:
-    # ProphetNet's generate calls aten::_is_all_true, outside the torchneuron op table: with NEURON_CPU_FALLBACK=1
+    # ProphetNet's generate calls aten::_is_all_true, without a Neuron implementation in trn2: with NEURON_CPU_FALLBACK=1
     # (read by the pool worker at import) it runs on the CPU and the pass must say so.
     from compat.results import arch_verdict
 

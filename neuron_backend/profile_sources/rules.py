@@ -1,0 +1,169 @@
+"""The hand-written, cited part of the profiles: hardware, dtypes, known issues and the documented decisions.
+
+Each value names a source id of docs_excerpts.json; build.py merges this with the extracted op registrations.
+"""
+
+from __future__ import annotations
+
+import torch
+
+GIB = 1 << 30
+
+HARDWARE: dict[str, dict] = {
+    "trn2": {
+        "summary": "Native TorchNeuron (torch-neuronx 2.13.3/2.14.3, Neuron 2.33) on Trainium2: 8 NeuronCore-v3 and "
+                   "96 GiB HBM per chip. Ops with a Neuron implementation run natively; every other op runs on the "
+                   "CPU by default (warned once, recorded); quantized variants are unsupported.",
+        "generation": "Trn2", "neuroncore": "NeuronCore-v3", "cores_per_chip": 8, "hbm_per_chip_bytes": 96 * GIB,
+        "lnc_default": 2, "sources": ["docs-trn2-nki", "docs-ncv3", "docs-trn2-lnc"],
+    },
+    "trn3": {
+        "summary": "Native TorchNeuron (torch-neuronx 2.13.3/2.14.3, Neuron 2.33) on Trainium3: 8 NeuronCore-v4 and "
+                   "144 GiB HBM per chip. Same op table as trn2 (the source registers ops per backend, not per "
+                   "generation).",
+        "generation": "Trn3", "neuroncore": "NeuronCore-v4", "cores_per_chip": 8, "hbm_per_chip_bytes": 144 * GIB,
+        "lnc_default": 2, "lnc_default_confidence": "low",
+        "lnc_default_note": "the Trn3 default LNC is not in the retrieved docs (unknown); taken as on Trn2",
+        "sources": ["docs-trn3-nki", "docs-ncv4", "docs-trn3-lnc"],
+    },
+    "legacy-xla": {
+        "summary": "HISTORICAL: the legacy torch-neuronx (PyTorch/XLA) 'Supported Operators' page (41 aten ops, "
+                   "unchanged since 2022) on Trn1 (2 NeuronCore-v2, 32 GiB per chip). Never a strict allow-list.",
+        "generation": "Trn1", "neuroncore": "NeuronCore-v2", "cores_per_chip": 2, "hbm_per_chip_bytes": 32 * GIB,
+        "lnc_default": 1, "sources": ["docs-trn1", "docs-trn1-lnc"],
+    },
+}
+
+_ALL = ["float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2", "int8", "uint8", "int16", "int32",
+        "int64", "float64", "bool"]
+DTYPES = {
+    "note": "float64/int64 are in the groups because dispatch casts them to float32/int32 at op inputs "
+            "(input_autocast) before the op runs; complex reaches ops only when complex decomposition is off.",
+    "groups": {
+        "all": _ALL,
+        "float": ["float32", "bfloat16", "float16", "float64"],
+        "any": _ALL + ["complex64", "complex128"],
+        "xla": _ALL,
+    },
+}
+
+
+def rejected_dtypes(profile: str) -> dict[str, dict]:
+    """The FP8 'fnuz' dtypes neuronx-cc rejects (NCC_EVRF005), for every generation the error page covers; for the
+    XLA-era profile also complex (NCC_EVRF004), which TorchNeuron decomposes instead."""
+    out = {}
+    for name in ("float8_e4m3fnuz", "float8_e5m2fnuz"):
+        if isinstance(getattr(torch, name, None), torch.dtype):
+            out[name] = {"reason": f"neuronx-cc rejects {name.upper()} (NCC_EVRF005: F8E4M3FNUZ, F8E4M3B11FNUZ and "
+                                   "F8E5M2FNUZ are not supported)", "source": "docs-evrf005"}
+    if profile == "legacy-xla":  # no framework complex decomposition before TorchNeuron
+        for name in ("complex32", "complex64", "complex128"):
+            out[name] = {"reason": "neuronx-cc: complex data types are not supported on the Neuron device "
+                                   "(NCC_EVRF004); the XLA-era torch-neuronx had no complex decomposition",
+                         "source": "docs-evrf004"}
+    return out
+
+
+_QUANTIZED_PREFIXES = ("quantize_per_", "dequantize", "q_", "int_repr", "_make_per_", "quantized_", "qscheme",
+                       "_empty_affine_quantized", "_empty_per_channel_affine_quantized", "fbgemm_")
+
+
+def unsupported_ops() -> list[str]:
+    """ATen quantized-tensor ops of the installed torch: the docs' N class ('Quantized operator variants')."""
+    return sorted(n for n in aten_op_names() if n[len("aten::"):].startswith(_QUANTIZED_PREFIXES))
+
+
+def aten_op_names() -> list[str]:
+    """Every ``aten::`` op name the installed torch registers (``dir(torch.ops.aten)`` lists only loaded ones)."""
+    return sorted({n.split(".")[0] for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")})
+
+
+_MATMUL_DECISION = {
+    "dtypes": "float", "confidence": "low",
+    "decision": "native for floating inputs only; integer inputs fall back to the CPU. The source's matmul "
+                "registrations carry no dtype check, but the Tensor Engine takes only floating formats "
+                "(docs-ncv3, docs-ncv4); what the real device does with integer matmul is unknown.",
+    "decision_sources": ["src-registrations", "docs-ncv3", "docs-ncv4"],
+}
+NATIVE_DTYPE_DECISIONS: dict[str, dict] = {
+    "aten::histc": {
+        "dtypes": "float", "confidence": "low",
+        "decision": "native for floating inputs (src-histc). Integer histc is cpu_fallback, not native: the "
+                    "source's kernel has no dtype check and would count in the input dtype, but PyTorch's CPU kernel "
+                    "has no integer histc (pytorch-histc-cpu), so a native claim could not be checked against the CPU "
+                    "reference. On the simulated device the fallback computes it in a wider dtype (fallback.py), which "
+                    "gives the counts the source's kernel would; the CPU reference itself raises, so a harness that "
+                    "compares with the CPU blames the reference, not the device.",
+        "decision_sources": ["src-histc", "pytorch-histc-cpu"],
+    },
+    **{op: dict(_MATMUL_DECISION) for op in ("aten::mm", "aten::bmm", "aten::addmm", "aten::addmv", "aten::mv",
+                                             "aten::dot", "aten::linear", "aten::convolution")},
+}
+
+KNOWN_ISSUES: list[dict] = [
+    {
+        "op": "aten::_grouped_mm", "precondition": "grouped_mm_128_alignment", "dtypes": None,
+        "error": "ValueError", "cpu_retry": False, "confidence": "low", "source": "src-grouped-mm",
+        "reason": "the Neuron _grouped_mm (2D x 2D, 2D x 3D) requires the grouped dimension and every offs entry "
+                  "to be multiples of 128, offs in range and sorted; otherwise can_handle raises ValueError before "
+                  "any CPU fallback (TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 skips the check)",
+        "note": "pre-beta source; Neuron 2.34 changed MoE support (docs-release-notes), so the release may differ",
+    },
+]
+
+DECISIONS: list[dict] = [
+    {"subject": "aten::histc on integer inputs", "confidence": "low",
+     "decision": NATIVE_DTYPE_DECISIONS["aten::histc"]["decision"], "sources": ["src-histc", "pytorch-histc-cpu"]},
+    {"subject": "integer matmul (mm, bmm, addmm, addmv, mv, dot, linear, convolution)",
+     "confidence": "low", "decision": _MATMUL_DECISION["decision"], "sources": _MATMUL_DECISION["decision_sources"]},
+    {"subject": "granularity", "confidence": "medium",
+     "decision": "classes are per op name: an op with any registered overload counts native for all its overloads "
+                 "(the registered overloads are listed per entry), and an in-place variant without its own entry "
+                 "(sigmoid_) follows a native functional op (sigmoid); the simulator decides per op name.",
+     "sources": ["src-registrations"]},
+    {"subject": "ops with a CompositeExplicitAutograd kernel and no Neuron registration", "confidence": "medium",
+     "decision": "class 'composite': they never reach the boxed fallback themselves; the simulator runs PyTorch's "
+                 "decomposition where one exists (each inner op then decided on its own, e.g. randn -> normal_ "
+                 "falls back) and otherwise the op directly, counted native.",
+     "sources": ["pytorch-dispatcher", "src-boxed-fallback"]},
+    {"subject": "an op without a Neuron implementation inside a torch.compile graph", "confidence": "low",
+     "decision": "treated as a compile failure of that graph (the backend lowers a whole FX graph at a time, "
+                 "docs-best-practices): TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=1 (default) raises the typed error "
+                 "naming the op; =0 runs the graph eagerly, where the op falls back to the CPU op by op. How the "
+                 "real backend treats CPU_FALLBACK ops in a graph is on a page section not retrieved.",
+     "sources": ["docs-env-vars", "docs-best-practices", "docs-supported-operators"]},
+    {"subject": "float8_e4m3fn on Trn2", "confidence": "low",
+     "decision": "not modelled: NCC_EVRF051 says F8E4M3FN is not supported on TRN1/TRN2 without an experimental "
+                 "flag, but whether TorchNeuron's eager ops on Trn2 hit it or convert first is unknown; trn2 and trn3 "
+                 "treat it alike.",
+     "sources": ["docs-evrf051"]},
+    {"subject": "known issues from the release notes", "confidence": "low",
+     "decision": "the TorchNeuron release notes' known-issues section could not be read here, so known_issues holds "
+                 "only what the source shows (grouped_mm alignment); the list is incomplete.",
+     "sources": ["docs-release-notes", "src-grouped-mm"]},
+    {"subject": "op table source", "confidence": "low",
+     "decision": "AWS's per-release table (docs/torch_api_compatibility.md) could not be had; the op classes come "
+                 "from the April 2026 pre-beta source (INDICATIVE). Neuron 2.34 (11/30/2026) 'adds device support "
+                 "for more of the PyTorch API', so the real native set is likely larger than this one.",
+     "sources": ["docs-compat-table", "src-registrations", "docs-release-notes"]},
+]
+
+LEGACY_DECISION = {
+    "subject": "what the legacy page means", "confidence": "medium",
+    "decision": "the 41 page ops (plus view ops) are native; every other op is cpu_fallback (PyTorch/XLA ran ops "
+                "without a lowering on the CPU), so the default sweep measures 'runs' and --strict measures 'only "
+                "page ops'. Trailing-underscore page names (addcdiv_, bernoulli_, fill_, zero_) cover their functional "
+                "op too, as the policy's in-place rule does.",
+    "sources": ["docs-legacy-ops", "pytorch-xla-fallback"],
+}
+
+COMPILE = {
+    "dynamic": {"value": "rejected", "source": "docs-compile-ref",
+                "note": "dynamic=True is rejected; varying shapes recompile per shape"},
+    "fullgraph": {"value": "supported; True raises on graph breaks", "source": "docs-compile-ref"},
+    "graph_breaks": {"value": "allowed and counted; each subgraph compiled on its own", "source": "docs-about-compile"},
+    "disable_fallback_execution_default": {
+        "value": True, "source": "docs-env-vars",
+        "note": "the April source snapshot listed False (src-env-vars-april); the Oct-2026 docs say True"},
+    "item": {"value": "graph break (Dynamo), not a rejection", "source": "docs-compile-ref"},
+}
