@@ -8,8 +8,9 @@ from compat.results import Status, Trigger
 from worker.orchestration.executors import CeleryExecutor
 
 
-def wait_state(store, run_id: str, timeout: float = 40) -> str:
-    """The run's state as the store has it; the last task closes the run without any follower."""
+def wait_state(store, run_id: str, timeout: float = 240) -> str:
+    """The run's state as the store has it; the last task closes the run without any follower. The timeout is
+    only a hang guard: a loaded 2-core machine may take minutes."""
     from service.models import Run
 
     deadline = time.monotonic() + timeout

@@ -76,36 +76,72 @@ def test_sweep_show_blockers_from_json(tmp_path: Path) -> None:
     assert blocked.exit_code == 0 and "no blocking ops" in blocked.output
 
 
-def test_repro_script_runs_standalone(tmp_path: Path) -> None:
-    script = tmp_path / "repro.py"
-    res = runner.invoke(app, ["repro", "LlamaForCausalLM", "--device", "cpu", "--check", "forward,generate",
-                              "--out", str(script)])
-    assert res.exit_code == 0, res.output
-    text = script.read_text()
-    assert "import worker" not in text and "from worker" not in text  # standalone: no harness import
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+# The generated scripts of the repro tests, each with its `compat repro` arguments beyond the architecture.
+REPRO = {"LlamaForCausalLM": ["--check", "forward,generate"],
+         # Architectures with an entry in worker/inputs.py (codebook rows and labels, images for the loss, train
+         # mode): a script with plain text inputs crashes on them instead of reproducing the sweep's run.
+         "MusicgenForCausalLM": [], "GitForCausalLM": [], "ReformerModelWithLMHead": []}
+# Runs each script as `python script.py` would (__main__, its own globals), in one fresh interpreter with a bare
+# environment and no harness on the path; an exception (or a non-zero exit) is that script's failure. The one
+# interpreter pays the torch/transformers import (~15 s on a loaded 2-core box) once instead of once per script.
+_RUN_SCRIPTS = """
+import contextlib, io, json, runpy, sys, traceback
+out = {}
+for path in sys.argv[1:]:
+    buf, code = io.StringIO(), 0
+    try:
+        with contextlib.redirect_stdout(buf):
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        code, _ = 1, buf.write(traceback.format_exc())
+    out[path] = {"returncode": code, "stdout": buf.getvalue()}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def repro_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[object, str, dict]]:
+    """(the `compat repro` result, the script's text, its run: returncode and stdout) per architecture."""
+    tmp = tmp_path_factory.mktemp("repro")
+    made = {}
+    for arch, extra in REPRO.items():
+        script = tmp / f"{arch}.py"
+        made[arch] = (runner.invoke(app, ["repro", arch, "--device", "cpu", *extra, "--out", str(script)]), script)
+    scripts = [str(script) for res, script in made.values() if res.exit_code == 0]
+    done = subprocess.run([sys.executable, "-c", _RUN_SCRIPTS, *scripts], capture_output=True, text=True,
+                          timeout=540, cwd=tmp, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
+    runs = json.loads(done.stdout.splitlines()[-1])
+    return {arch: (res, script.read_text() if script.exists() else "", runs.get(str(script), {}))
+            for arch, (res, script) in made.items()}
+
+
+def _tokens(stdout: str) -> dict[str, str]:
+    return {ln.split(":")[0]: ln.split(":", 1)[1].strip() for ln in stdout.splitlines() if "tokens:" in ln}
+
+
+def test_repro_script_runs_standalone(repro_runs) -> None:  # noqa: ANN001
+    res, text, done = repro_runs["LlamaForCausalLM"]
+    assert res.exit_code == 0, res.output
+    assert "import worker" not in text and "from worker" not in text  # standalone: no harness import
+    assert done["returncode"] == 0, done["stdout"][-2000:]
     # cpu vs cpu with the same weights: forward is bit-identical and generation agrees token for token.
-    assert "forward logits: max abs err 0," in done.stdout
-    lines = {ln.split(":")[0]: ln.split(":", 1)[1].strip() for ln in done.stdout.splitlines() if "tokens:" in ln}
+    assert "forward logits: max abs err 0," in done["stdout"]
+    lines = _tokens(done["stdout"])
     assert lines["reference tokens"] == lines["device tokens"]
 
 
 @pytest.mark.parametrize("arch", ["MusicgenForCausalLM", "GitForCausalLM", "ReformerModelWithLMHead"])
-def test_repro_script_builds_inputs_like_the_sweep(tmp_path: Path, arch: str) -> None:
-    # Architectures with an entry in worker/inputs.py (codebook rows and labels, images for the loss, train mode):
-    # a script with plain text inputs crashes on them instead of reproducing the sweep's run.
-    script = tmp_path / "repro.py"
-    res = runner.invoke(app, ["repro", arch, "--device", "cpu", "--out", str(script)])
+def test_repro_script_builds_inputs_like_the_sweep(repro_runs, arch: str) -> None:  # noqa: ANN001
+    res, _, done = repro_runs[arch]
     assert res.exit_code == 0, res.output
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path, env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "forward logits: max abs err 0," in done.stdout
-    lines = {ln.split(":")[0]: ln.split(":", 1)[1].strip() for ln in done.stdout.splitlines() if "tokens:" in ln}
+    assert done["returncode"] == 0, done["stdout"][-2000:]
+    assert "forward logits: max abs err 0," in done["stdout"]
+    lines = _tokens(done["stdout"])
     assert lines["reference tokens"] == lines["device tokens"] and len(json.loads(lines["device tokens"])) == 32
-    losses = [ln for ln in done.stdout.splitlines() if ln.startswith("cpu loss")]
+    losses = [ln for ln in done["stdout"].splitlines() if ln.startswith("cpu loss")]
     assert len(losses) == 2 and losses[0] == losses[1]  # cpu twice from the same weights: the same loss
 
 

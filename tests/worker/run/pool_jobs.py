@@ -56,6 +56,12 @@ def pid() -> int:
     return os.getpid()
 
 
-def slow_pid(seconds: float) -> int:
-    time.sleep(seconds)
+def rendezvous(directory: str, parties: int) -> int:
+    """Wait until ``parties`` tasks (this one included) are running at the same time, then return this pid. Only
+    as many processes as tasks can get there: a single live worker would wait here until the pool's time limit."""
+    here = os.path.join(directory, str(os.getpid()))
+    with open(here, "w") as f:
+        f.write("arrived")
+    while len(os.listdir(directory)) < parties:
+        time.sleep(0.02)
     return os.getpid()
