@@ -1,8 +1,8 @@
 """``torch.compile(model, backend="neuron")`` as documented for TorchNeuron: AOT Autograd with the core-aten
 decompositions, one compile check per lowered graph, graph breaks allowed and counted, ``dynamic=True`` refused.
 
-A graph holding an op the profile does not run natively fails to compile: it raises the typed error naming the op
-while TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION is on (the default), and runs eagerly (op by op) when it is off.
+A graph that fails the compile check raises the typed error naming the op while TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION
+is on (the default), and runs eagerly (op by op) when it is off.
 """
 
 from __future__ import annotations
@@ -67,9 +67,10 @@ def _tensor_meta(arg) -> tuple[list, list]:
 
 
 def check_graph(gm: torch.fx.GraphModule) -> None:
-    """Raise the typed error for the first op of ``gm`` that the active profile does not run natively.
-
-    Host reads (``_local_scalar_dense``) are allowed: Dynamo makes ``.item()`` a graph break, not a rejection.
+    """Raise the typed error for the first op of ``gm`` the backend cannot compile: an unsupported op or dtype, and in
+    strict mode also an op without a Neuron implementation (the real backend lowers a whole graph through torch-mlir
+    and StableHLO, not the eager op table, so with fallback allowed those are taken as lowered; low confidence).
+    Host reads (``_local_scalar_dense``) are allowed: ``.item()`` is a graph break or a captured scalar.
     """
     autocast = policy.active().input_autocast
     for node in gm.graph.nodes:
@@ -86,10 +87,11 @@ def check_graph(gm: torch.fx.GraphModule) -> None:
             dtypes.append(dt)
         dtypes = [autocast.get(d, d) for d in dtypes]
         decision, cls, reason = policy._verdict(func, dtypes)
-        if decision in (policy.UNSUPPORTED, policy.FALLBACK):
-            if decision == policy.FALLBACK:
-                reason = f"a compiled graph cannot hold an op without a Neuron implementation: {reason}"
-            raise (cls or NeuronUnsupportedOpError)(
+        if decision == policy.FALLBACK and not CONFIG.cpu_fallback:
+            reason = f"strict mode: a compiled graph may hold no op without a Neuron implementation: {reason}"
+        elif decision != policy.UNSUPPORTED:
+            continue
+        raise (cls or NeuronUnsupportedOpError)(
                 func._schema.name, [stats.dtype_name(d) for d in dtypes], shapes, reason)
 
 

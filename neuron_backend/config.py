@@ -15,7 +15,7 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
     "NEURON_CORES": ("2", "number of NeuronCores, i.e. devices neuron:0 .. neuron:N-1"),
     "NEURON_MEMORY_GB": ("16", "device (HBM) memory per NeuronCore, GiB; exceeding it raises torch.OutOfMemoryError"),
     "NEURON_PROFILE": ("trn2", "op table: trn2 (default), trn3 or legacy-xla (see neuron_backend/profiles/)"),
-    "NEURON_CPU_FALLBACK": ("0", "1 = run unsupported ops on the CPU with one warning per op, recorded by fallback_ops()"),
+    "NEURON_CPU_FALLBACK": ("1", "1 = run unsupported ops on the CPU with one warning per op, recorded by fallback_ops(); 0 = strict"),
     "NEURON_AUTOCAST_MATMUL": ("1", "1 = compiler-style bf16 matmul numerics (bf16 inputs, fp32 accumulate); 0 = exact fp32"),
 }
 

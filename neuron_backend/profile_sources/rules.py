@@ -127,11 +127,13 @@ DECISIONS: list[dict] = [
                  "falls back) and otherwise the op directly, counted native.",
      "sources": ["pytorch-dispatcher", "src-boxed-fallback"]},
     {"subject": "an op without a Neuron implementation inside a torch.compile graph", "confidence": "low",
-     "decision": "treated as a compile failure of that graph (the backend lowers a whole FX graph at a time, "
-                 "docs-best-practices): TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=1 (default) raises the typed error "
-                 "naming the op; =0 runs the graph eagerly, where the op falls back to the CPU op by op. How the "
-                 "real backend treats CPU_FALLBACK ops in a graph is on a page section not retrieved.",
-     "sources": ["docs-env-vars", "docs-best-practices", "docs-supported-operators"]},
+     "decision": "taken as lowered: the source's dynamo backend lowers a whole FX graph through torch-mlir to "
+                 "StableHLO with its own decomposition table, not through the eager op table (src-dynamo-backend); "
+                 "which ops it cannot lower is unknown. A graph fails to compile when it holds an unsupported op or "
+                 "dtype, and in strict mode also an op without a Neuron implementation (so --strict measures native "
+                 "coverage in compiled runs too). A failed graph raises while TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
+                 "=1 (default, docs-env-vars) and runs eagerly, op by op, when it is 0.",
+     "sources": ["src-dynamo-backend", "docs-env-vars", "docs-best-practices"]},
     {"subject": "float8_e4m3fn on Trn2", "confidence": "low",
      "decision": "not modelled: NCC_EVRF051 says F8E4M3FN is not supported on TRN1/TRN2 without an experimental "
                  "flag, but whether TorchNeuron's eager ops on Trn2 hit it or convert first is unknown; trn2 and trn3 "

@@ -1,6 +1,7 @@
 """The ``neuron`` torch.compile backend as TorchNeuron documents it: supported graphs match eager, each new shape
 recompiles, dynamic=True is refused, graph breaks (``.item()``) are allowed and counted and fullgraph=True raises on
-them, and a graph that fails to compile raises or runs eagerly per TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION.
+them, and a graph that fails to compile (unsupported op; in strict mode also an op without a Neuron kernel) raises
+or runs eagerly per TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION.
 """
 
 from __future__ import annotations
@@ -94,38 +95,61 @@ def test_graph_breaks_give_separate_graphs_and_fullgraph_raises_on_them(dev):
 
 
 def _erfc_graph(x):
-    # aten::erfc has no Neuron implementation in the trn2 profile and no core-aten decomposition: it stays in the
-    # lowered graph, where the backend's compile check finds it.
-    return torch.erfc(x) + 1
+    # A factory made inside the compiled region stays a fake tensor while Dynamo traces, so erfc (no Neuron
+    # implementation in trn2, no core-aten decomposition) reaches the backend's compile check.
+    return x + torch.erfc(torch.arange(4.0, device="neuron"))
 
 
-def test_graph_that_fails_to_compile_raises_by_default(dev):
+def _quantize_graph(x):
+    return x + torch.quantize_per_tensor(torch.arange(4.0, device="neuron"), 0.1, 0, torch.qint8).dequantize()
+
+
+def test_op_without_neuron_implementation_compiles_when_fallback_is_allowed(dev):
+    neuron_backend.set_cpu_fallback(True)
+    got = torch.compile(_erfc_graph, backend="neuron")(torch.ones(4).to("neuron"))
+    assert torch.equal(got.cpu(), _erfc_graph_cpu())  # the host kernel runs either way: bit-identical
+    assert compile_backend.compile_report()["eager_fallbacks"] == 0
+
+
+def _erfc_graph_cpu():
+    return torch.ones(4) + torch.erfc(torch.arange(4.0))
+
+
+@pytest.mark.parametrize("fallback", [True, False])
+def test_graph_that_fails_to_compile_raises_by_default(dev, fallback):
+    # unsupported ops (quantized: the docs' N) fail to compile always; ops without a Neuron kernel in strict mode
     assert compile_backend.disable_fallback_execution() is True  # TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION default
-    neuron_backend.set_cpu_fallback(True)
-    with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as info:
-        torch.compile(_erfc_graph, backend="neuron")(torch.ones(4).to("neuron"))
-    err = neuron_backend.unwrap_error(info.value)
-    assert isinstance(err, NeuronUnsupportedOpError) and err.op == "aten::erfc" and err.dtypes == ("Float",)
-    assert "compiled graph" in err.reason
+    neuron_backend.set_cpu_fallback(fallback)
+    cases = [(_quantize_graph, "aten::quantize_per_tensor")] + ([] if fallback else [(_erfc_graph, "aten::erfc")])
+    for fn, op in cases:
+        torch._dynamo.reset()
+        with pytest.raises(torch._dynamo.exc.BackendCompilerFailed) as info:
+            torch.compile(fn, backend="neuron")(torch.ones(4).to("neuron"))
+        err = neuron_backend.unwrap_error(info.value)
+        assert isinstance(err, NeuronUnsupportedOpError) and err.op == op and err.dtypes == ("Float",)
 
 
-def test_graph_that_fails_to_compile_runs_eagerly_when_fallback_execution_is_allowed(dev, monkeypatch):
+def test_graph_that_fails_to_compile_runs_eagerly_when_fallback_execution_is_off(dev, monkeypatch):
     monkeypatch.setattr(CONFIG, "disable_fallback_execution", False, raising=False)
-    neuron_backend.set_cpu_fallback(True)
-    neuron_backend.reset_fallback_ops()
-    x = torch.tensor([0.0, 0.5, 1.0, 2.0])
-    got = torch.compile(_erfc_graph, backend="neuron")(x.to("neuron"))
-    assert torch.equal(got.cpu(), _erfc_graph(x))  # eager on the host kernel: bit-identical
+    neuron_backend.set_cpu_fallback(False)
+    # The compile check fails but no BackendCompilerFailed: the graph runs op by op, where strict mode's eager
+    # error names the op.
+    with pytest.raises(NeuronUnsupportedOpError) as info:
+        torch.compile(_erfc_graph, backend="neuron")(torch.ones(4).to("neuron"))
+    assert info.value.op == "aten::erfc"
     assert compile_backend.compile_report()["eager_fallbacks"] == 1
-    assert "aten::erfc (Float)" in neuron_backend.fallback_ops()  # eager: the op fell back to the CPU
 
 
 def test_compile_check_on_lowered_graphs():
     make_fx = torch.fx.experimental.proxy_tensor.make_fx
     compile_backend.check_graph(make_fx(lambda x: torch.nonzero(x) + 1)(torch.ones(3)))  # native on trn2
+    erfc = make_fx(lambda x: torch.erfc(x))(torch.ones(3))
+    neuron_backend.set_cpu_fallback(True)
+    compile_backend.check_graph(erfc)  # no Neuron kernel: taken as lowered when fallback is allowed
+    neuron_backend.set_cpu_fallback(False)
     with pytest.raises(NeuronUnsupportedOpError) as info:
-        compile_backend.check_graph(make_fx(lambda x: torch.erfc(x))(torch.ones(3)))
-    assert info.value.op == "aten::erfc" and info.value.dtypes == ("Float",)
+        compile_backend.check_graph(erfc)
+    assert info.value.op == "aten::erfc" and info.value.dtypes == ("Float",) and "strict mode" in info.value.reason
     g = torch.fx.Graph()
     g.output(g.call_function(torch.ops.aten.int_repr.default, (g.placeholder("x"),)))
     with pytest.raises(NeuronUnsupportedOpError, match="not supported on Neuron"):  # quantized: the docs' N class

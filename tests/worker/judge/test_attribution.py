@@ -87,14 +87,15 @@ def test_compile_failures_are_attributed_to_the_device_op() -> None:
     # inner_exception), and with fullgraph=True a neuron graph break surfaces as Unsupported carrying neuron_error.
     import neuron_backend  # noqa: F401  (registers the device and backend="neuron")
 
-    def erfc_of_device_factory(x):
-        return x + torch.erfc(torch.arange(4.0, device="neuron"))
+    def quantize_of_device_factory(x):
+        return x + torch.quantize_per_tensor(torch.arange(4.0, device="neuron"), 0.1, 0, torch.qint8).dequantize()
 
-    # aten::erfc has no Neuron implementation in the trn2 profile: a graph holding it fails to compile
+    # quantized ops are the docs' N class: unsupported with or without CPU fallback, eager or compiled
     cases = [
-        (torch.compile(erfc_of_device_factory, backend="neuron"), Status.UNSUPPORTED_OP, "aten::erfc (Float)"),
-        (torch.compile(lambda x: torch.erfc(x) + 1, backend="neuron", fullgraph=True),
-         Status.UNSUPPORTED_OP, "aten::erfc (Float)"),
+        (torch.compile(quantize_of_device_factory, backend="neuron"), Status.UNSUPPORTED_OP,
+         "aten::quantize_per_tensor (Float)"),
+        (torch.compile(lambda x: torch.quantize_per_tensor(x, 0.1, 0, torch.qint8).dequantize(), backend="neuron",
+                       fullgraph=True), Status.UNSUPPORTED_OP, "aten::quantize_per_tensor (Float)"),
     ]
     for fn, status, op in cases:
         torch._dynamo.reset()
