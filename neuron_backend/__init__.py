@@ -43,16 +43,23 @@ if SIMULATED:
     from neuron_backend import collectives as _collectives  # noqa: F401  (registers torch.distributed backend "neuron")
 
 from neuron_backend.api import (  # noqa: E402
+    clear_op_tracking,
     compile_stats,
     device_info,
     fallback_ops,
+    fallback_reasons,
+    get_executed_ops,
+    get_fallback_ops,
     host_syncs,
     numerics_policy,
     reset_compile_stats,
     reset_fallback_ops,
+    set_complex_decompose,
     set_cpu_fallback,
+    set_fallback_only_for_unimplemented,
     set_numerics,
     set_profile,
+    set_strict,
     unwrap_error,
 )
 
@@ -64,6 +71,10 @@ __all__ = [
     "NeuronUnsupportedDtypeError",
     "fallback_ops",
     "reset_fallback_ops",
+    "fallback_reasons",
+    "get_fallback_ops",
+    "get_executed_ops",
+    "clear_op_tracking",
     "numerics_policy",
     "device_info",
     "compile_stats",
@@ -71,6 +82,9 @@ __all__ = [
     "host_syncs",
     "set_numerics",
     "set_cpu_fallback",
+    "set_strict",
+    "set_complex_decompose",
+    "set_fallback_only_for_unimplemented",
     "set_profile",
     "unwrap_error",
 ]

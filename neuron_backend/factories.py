@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from neuron_backend import memory
+from neuron_backend import autocast, memory
 from neuron_backend.numerics import int64_wrap
 from neuron_backend.tensor import NeuronTensor, wrap
 
@@ -66,7 +66,8 @@ def _make_kernel(op: torch._ops.OpOverload):
             memory.check_fits(numel * itemsize, core)
         elif op is torch.ops.aten.empty_strided.default:
             memory.check_fits(_nbytes_strided(args[0], args[1], dtype or torch.get_default_dtype()), core)
-        return wrap(int64_wrap(op(*args, **kwargs)), core)
+        out = op(*args, **kwargs)
+        return wrap(out if autocast.casts_int64() else int64_wrap(out), core)
 
     return kernel
 
@@ -74,8 +75,8 @@ def _make_kernel(op: torch._ops.OpOverload):
 def _copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     src = self._data if type(self) is NeuronTensor else self
     if type(dst) is NeuronTensor:
-        if type(self) is not NeuronTensor:
-            src = int64_wrap(src)  # host -> device: int64 values become int32 on the device
+        if type(self) is not NeuronTensor and not autocast.casts_int64():
+            src = int64_wrap(src)  # a profile without int64 autocast stores int64 values as int32
         dst._data.copy_(src)
     else:
         dst.copy_(src)

@@ -13,7 +13,7 @@ from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupported
 from neuron_backend.numerics import MATMUL_OPERANDS
 from neuron_backend.stats import dtype_name
 
-NATIVE, MATMUL, INT64_OP, DECOMPOSE, FALLBACK, UNSUPPORTED, COMPOSITE, MATERIALIZE = range(8)
+NATIVE, MATMUL, INT64_OP, DECOMPOSE, FALLBACK, UNSUPPORTED, COMPOSITE, MATERIALIZE, KERNEL_FAIL = range(9)
 # Views that only set a lazy conjugate/negative bit: the device returns them as plain tensors holding those values
 # (numerics.materialize), since host kernels run inside __torch_dispatch__ would read past the bit.
 LAZY_BIT_VIEWS = frozenset({"aten::_conj", "aten::_neg_view"})
@@ -34,6 +34,12 @@ def active() -> profiles.Profile:
 def _verdict(func, dtypes: list[torch.dtype]) -> tuple[int, type[NeuronUnsupportedOpError] | None, str]:
     prof = active()
     name = func._schema.name
+    for d in dtypes:
+        if d in prof.rejected_dtypes:
+            return UNSUPPORTED, NeuronUnsupportedDtypeError, prof.rejected_dtypes[d]
+    issue = prof.kernel_failures.get(name)
+    if issue is not None and issue.precondition is None and (issue.dtypes is None or set(dtypes) & issue.dtypes):
+        return KERNEL_FAIL, NeuronUnsupportedOpError, f"{issue.reason} ({issue.source})"
     for d in dtypes:
         if d in prof.forbidden or d not in prof.device_dtypes:
             return UNSUPPORTED, NeuronUnsupportedDtypeError, f"{dtype_name(d)} is not a NeuronCore data type"
@@ -76,8 +82,10 @@ def _verdict(func, dtypes: list[torch.dtype]) -> tuple[int, type[NeuronUnsupport
 def decide(func, dtypes: list[torch.dtype], args=(), kwargs=None) -> int:
     """The decision for one (op, input dtypes) under the active profile and settings."""
     decision, cls, reason = _verdict(func, dtypes)
+    if decision == KERNEL_FAIL:
+        _rejections[(func, *dtypes)] = (cls, reason)
     if decision == UNSUPPORTED:
-        if CONFIG.cpu_fallback:
+        if CONFIG.cpu_fallback and not any(d in active().rejected_dtypes for d in dtypes):
             return FALLBACK
         _rejections[(func, *dtypes)] = (cls, reason)
     return decision
@@ -88,7 +96,7 @@ def explain(op: torch._ops.OpOverload, dtypes: list[torch.dtype]) -> str:
     decision, cls, reason = _verdict(op, dtypes)
     names = ["native", "native (bf16 matmul numerics)", "native (int64 as int32)", "decomposed", "cpu fallback",
              "unsupported", "composite (lowered by its own kernel)",
-             "native (materialized: the device keeps no lazy conjugate/negative views)"]
+             "native (materialized: the device keeps no lazy conjugate/negative views)", "kernel fails at execution"]
     return names[decision] + (f": {reason}" if reason else "")
 
 
@@ -98,10 +106,10 @@ def error_for(func, dtypes, shapes) -> NeuronUnsupportedOpError:
 
 
 def check_device_dtype(op: str, dtype: torch.dtype, src: torch.Tensor | None = None) -> None:
-    """Reject creating or converting to a dtype the device cannot hold (float64, complex) with the typed error."""
+    """Reject creating or converting to a dtype the device cannot hold (the fnuz FP8 types) with the typed error."""
     prof = active()
-    if dtype in prof.forbidden or dtype not in prof.device_dtypes:
-        if CONFIG.cpu_fallback:
+    if dtype in prof.rejected_dtypes or dtype in prof.forbidden or dtype not in prof.device_dtypes:
+        if CONFIG.cpu_fallback and dtype not in prof.rejected_dtypes:
             return
         shapes = [tuple(src.shape)] if src is not None else []
         names = [dtype_name(src.dtype), dtype_name(dtype)] if src is not None else [dtype_name(dtype)]

@@ -36,6 +36,33 @@ class Restriction:
 
 
 @dataclass(frozen=True)
+class Hardware:
+    """One chip of the generation a profile models (cited in ``sources``)."""
+
+    generation: str
+    neuroncore: str
+    cores_per_chip: int
+    hbm_per_chip_bytes: int
+    lnc_default: int
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    """An op the release notes say fails at execution on the real device (for these dtypes / this precondition)."""
+
+    op: str
+    reason: str
+    source: str
+    dtypes: frozenset[torch.dtype] | None = None
+    precondition: str | None = None
+    confidence: str = "medium"
+
+
+_NO_HARDWARE = Hardware("unknown", "unknown", 2, 32 << 30, 1, ())
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     summary: str
@@ -47,6 +74,12 @@ class Profile:
     int64_ops: frozenset[str]
     host_sync_ops: frozenset[str]
     restrictions: dict[str, Restriction] = field(default_factory=dict)
+    hardware: Hardware = _NO_HARDWARE
+    input_autocast: dict[torch.dtype, torch.dtype] = field(default_factory=dict)
+    rejected_dtypes: dict[torch.dtype, str] = field(default_factory=dict)
+    kernel_failures: dict[str, KnownIssue] = field(default_factory=dict)
+    matmul_autocast: str = "bf16"
+    complex_decompose_default: bool = False
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def native_dtypes(self, op: str) -> frozenset[torch.dtype] | None:
@@ -83,6 +116,18 @@ def _parse(raw: dict) -> Profile:
         int64_ops=frozenset(raw["int64"]["ops"]),
         host_sync_ops=frozenset(raw["host_sync"]["ops"]),
         restrictions=restrictions,
+        hardware=Hardware(**{**raw["hardware"], "sources": tuple(raw["hardware"]["sources"])})
+        if "hardware" in raw else _NO_HARDWARE,
+        input_autocast={_dtype(a): _dtype(b) for a, b in raw.get("input_autocast", {}).get("casts", {}).items()},
+        rejected_dtypes={_dtype(n): why for n, why in raw.get("rejected_dtypes", {}).items()},
+        kernel_failures={
+            k["op"]: KnownIssue(op=k["op"], reason=k["reason"], source=k["source"],
+                                dtypes=frozenset(_dtype(n) for n in k["dtypes"]) if k.get("dtypes") else None,
+                                precondition=k.get("precondition"), confidence=k.get("confidence", "medium"))
+            for k in raw.get("kernel_failures", [])
+        },
+        matmul_autocast=raw.get("matmul_autocast", {}).get("value", "bf16"),
+        complex_decompose_default=raw.get("complex_decompose_default", {}).get("value", False),
         raw=raw,
     )
 
