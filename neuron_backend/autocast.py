@@ -19,6 +19,10 @@ How the simulation computes it (the int64 overflow behaviour):
 - int64 inputs have their values wrapped to int32 (``x.to(int32)``, two's complement: 2**31 -> -2**31) and the op runs
   on those; every int64 output is wrapped to int32 range too. Storage keeps 64 bits, so a value above 2**31 survives a
   host -> device -> host round trip unchanged, but any op on it sees (and produces) the wrapped 32-bit value.
+  For speed the wraps are skipped where they cannot change a value: an input is wrapped only if its storage may hold
+  values outside int32 (recorded where such values enter the device: a host copy, a conversion, a CPU-fallback
+  result, see ``note_entry``); an output only if the op can compute new values (not for ``VALUE_PRESERVING`` ops,
+  whose outputs are copies of in-range inputs).
   (Computing on wrapped int64 rather than on int32 tensors gives the same values for the ring ops - add, sub, mul,
   cumsum, comparisons of the wrapped inputs - and keeps host kernels that need int64 indices (gather, scatter) usable.)
 - complex128 is computed as complex64 (its decomposition's float64 parts are autocast to float32) and restored.
@@ -34,6 +38,20 @@ import torch
 _F64, _F32, _I64, _I32 = torch.float64, torch.float32, torch.int64, torch.int32
 _C128, _C64 = torch.complex128, torch.complex64
 COMPLEX = frozenset({torch.complex32, torch.complex64, torch.complex128})
+
+# Ops whose int64 outputs only copy or select input values (and bitwise ops, which keep sign-extended int32 values):
+# on in-range inputs their outputs are in range, so they need no output wrap.
+VALUE_PRESERVING = frozenset({
+    "aten::cat", "aten::clone", "aten::stack", "aten::index", "aten::index_select", "aten::gather",
+    "aten::embedding", "aten::max", "aten::min", "aten::amax", "aten::amin", "aten::maximum", "aten::minimum",
+    "aten::sort", "aten::topk", "aten::flip", "aten::roll", "aten::repeat", "aten::bitwise_and", "aten::bitwise_or",
+    "aten::bitwise_xor", "aten::bitwise_not", "aten::masked_select", "aten::tril", "aten::triu",
+})
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+# data_ptr of host storages that may hold int64 values outside int32 (see note_entry); usually empty.
+_wide: set[int] = set()
+# id(op) -> whether its int64 outputs need the wrap
+_wraps: dict[int, bool] = {}
 
 # The active profile's input casts (profile.input_autocast), refreshed by dispatch.clear_cache.
 _cast: dict[torch.dtype, torch.dtype] = {}
@@ -78,6 +96,23 @@ def _wrap_i64(t: torch.Tensor) -> torch.Tensor:
     return t.to(_I32).to(_I64) if t.numel() else t
 
 
+def note_entry(t: torch.Tensor) -> None:
+    """Host data entering the device other than as an op result (copy from the host, dtype conversion, fallback
+    result): remember its storage if it holds int64 values outside int32, so ops wrap it as an input."""
+    if t.dtype is _I64 and t.numel() and _I64 in _cast:
+        lo, hi = torch.aminmax(t)
+        if lo.item() < _I32_MIN or hi.item() > _I32_MAX:
+            _wide.add(t.untyped_storage().data_ptr())
+
+
+def output_wraps(func) -> bool:
+    """Whether ``func``'s int64 outputs are wrapped (it can compute values outside the inputs' range)."""
+    found = _wraps.get(id(func))
+    if found is None:
+        found = _wraps[id(func)] = func._schema.name not in VALUE_PRESERVING
+    return found
+
+
 def cast_inputs(values: list, complex_too: bool) -> tuple[list, bool, bool]:
     """Inputs as the device computes them: (values, had float64 cast, had complex128 cast). Lists are walked."""
     had_f64 = had_c128 = False
@@ -87,7 +122,7 @@ def cast_inputs(values: list, complex_too: bool) -> tuple[list, bool, bool]:
             d = v.dtype
             if d is _F64 and v.ndim != 0 and _F64 in _cast:
                 v, had_f64 = v.to(_F32), True
-            elif d is _I64 and v.ndim != 0 and _I64 in _cast:
+            elif d is _I64 and _wide and v.ndim != 0 and _I64 in _cast and v.untyped_storage().data_ptr() in _wide:
                 v = _wrap_i64(v)
             elif d is _C128 and complex_too and v.ndim != 0:
                 v, had_c128 = v.to(_C64), True
@@ -98,12 +133,12 @@ def cast_inputs(values: list, complex_too: bool) -> tuple[list, bool, bool]:
     return out, had_f64, had_c128
 
 
-def restore(out, had_f64: bool, had_c128: bool):
+def restore(out, had_f64: bool, had_c128: bool, wrap_int64: bool = True):
     """Outputs as the user sees them: float32 -> float64 / complex64 -> complex128 where such an input was cast;
-    int64 outputs wrapped to int32 range (computed as int32 on the device)."""
+    int64 outputs wrapped to int32 range (computed as int32 on the device) when ``wrap_int64``."""
     if isinstance(out, torch.Tensor):
         d = out.dtype
-        if d is _I64 and _I64 in _cast:
+        if d is _I64 and wrap_int64 and _I64 in _cast:
             return _wrap_i64(out)
         if had_f64 and d is _F32:
             return out.to(_F64)
@@ -111,7 +146,7 @@ def restore(out, had_f64: bool, had_c128: bool):
             return out.to(_C128)
         return out
     if isinstance(out, (list, tuple)):
-        return type(out)(restore(o, had_f64, had_c128) for o in out)
+        return type(out)(restore(o, had_f64, had_c128, wrap_int64) for o in out)
     return out
 
 

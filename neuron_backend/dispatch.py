@@ -213,6 +213,10 @@ def dispatch(func, args, kwargs):
 def _decide(func, dtypes, args, kwargs) -> int:
     kind = autocast.kind(dtypes)
     if kind is not None:
+        if _is_view(func):  # a view is never cast: decided on the computed dtypes, run as any native view
+            inner = _decide(func, autocast.mapped(dtypes), args, kwargs)
+            if inner == policy.NATIVE:
+                return inner
         return COMPLEX if kind == "complex" else CAST
     decision = policy.decide(func, dtypes, args, kwargs)
     if decision != policy.FALLBACK and decision != policy.UNSUPPORTED and decision != policy.KERNEL_FAIL:
@@ -228,24 +232,37 @@ def _is_view(func) -> bool:
     return found
 
 
+# (op, input dtypes) of a CAST/COMPLEX decision -> (inner decision on the computed dtypes, computed dtypes, kind of
+# run: 0 functional, 1 view/materialize, 2 writes an input; whether float64/complex128 inputs need a cast)
+_plans: dict[tuple, tuple] = {}
+
+
+def _plan(func, dtypes, args, kwargs) -> tuple:
+    computed = autocast.mapped(dtypes)
+    inner = _decide(func, computed, args, kwargs)
+    run = 1 if (_is_view(func) or inner == policy.MATERIALIZE) else (2 if func._schema.is_mutable else 0)
+    floats = any(d is torch.float64 or d is torch.complex128 for d in dtypes)
+    return inner, computed, run, floats
+
+
 def _run_cast(func, dtypes, args, kwargs, new_args, new_kwargs, core, is_complex: bool):
     """An op with 64-bit or complex inputs: decided on the dtypes the device computes in, run as autocast.py says."""
-    computed = autocast.mapped(dtypes)
-    key = (id(func), CAST, *computed)
-    inner = _decisions.get(key)
-    if inner is None:
-        inner = _decisions[key] = _decide(func, computed, args, kwargs)
+    key = (id(func), *dtypes)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(func, dtypes, args, kwargs)
+    inner, computed, run, floats = plan
     if inner == policy.FALLBACK:  # the CPU runs the op on the original 64-bit/complex data
         return _run_other(func, inner, dtypes, args, kwargs, new_args, new_kwargs, core)
     if inner == policy.UNSUPPORTED or inner == policy.KERNEL_FAIL:
         return _run_other(func, inner, computed, args, kwargs, new_args, new_kwargs, core)
     if inner == policy.DECOMPOSE or inner == policy.COMPOSITE:
         return policy.run_decomposition(func, computed, args, kwargs, _shapes)
-    if _is_view(func) or inner == policy.MATERIALIZE:
+    if run == 1:
         out = func._op(*new_args, **new_kwargs)
         return wrap(numerics.materialize(out), core) if inner == policy.MATERIALIZE else _wrap_out(
             func, out, args, kwargs, core)
-    if func._schema.is_mutable:
+    if run == 2:
         out = numerics.matmul(func, new_args, new_kwargs) if inner == policy.MATMUL else func._op(
             *new_args, **new_kwargs)
         out = _wrap_out(func, out, args, kwargs, core)
@@ -253,13 +270,15 @@ def _run_cast(func, dtypes, args, kwargs, new_args, new_kwargs, core, is_complex
             if type(o) is NeuronTensor:
                 autocast.settle_written(o._data)
         return out
-    cargs, f64, c128 = autocast.cast_inputs(new_args, is_complex)
-    ckw = new_kwargs
-    if new_kwargs:
-        values, kf64, kc128 = autocast.cast_inputs(list(new_kwargs.values()), is_complex)
-        ckw, f64, c128 = dict(zip(new_kwargs, values, strict=True)), f64 or kf64, c128 or kc128
+    f64 = c128 = False
+    cargs, ckw = new_args, new_kwargs
+    if floats or autocast._wide:  # int64 inputs need a wrap only where a storage may hold values outside int32
+        cargs, f64, c128 = autocast.cast_inputs(new_args, is_complex)
+        if new_kwargs:
+            values, kf64, kc128 = autocast.cast_inputs(list(new_kwargs.values()), is_complex)
+            ckw, f64, c128 = dict(zip(new_kwargs, values, strict=True)), f64 or kf64, c128 or kc128
     out = numerics.matmul(func, cargs, ckw) if inner == policy.MATMUL else func._op(*cargs, **ckw)
-    out = autocast.restore(out, f64, c128)
+    out = autocast.restore(out, f64, c128, autocast.output_wraps(func))
     if is_complex:
         out = numerics.host_result(out) if not isinstance(out, torch.Tensor) else numerics.materialize(out)
     return _wrap_out(func, out, args, kwargs, core)
@@ -279,6 +298,7 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
     if decision == policy.FALLBACK:
         stats.record_fallback(func, dtypes)
         out = fallback.run_on_host(func, new_args, new_kwargs)  # widens where the host kernel lacks the dtype
+        _note_entries(out)
         return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
     err = policy.error_for(func, dtypes, _shapes(args, kwargs))
     if decision == policy.KERNEL_FAIL and CONFIG.cpu_fallback and not CONFIG.fallback_only_for_unimplemented:
@@ -287,10 +307,18 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
         # the pre-beta source, INDICATIVE).
         stats.record_fallback(func, dtypes, reason=f"kernel failed: {err.reason}")
         out = fallback.run_on_host(func, new_args, new_kwargs)
+        _note_entries(out)
         return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
     if _tracing(new_args):
         raise _graph_break(func, err)
     raise err
+
+
+def _note_entries(out) -> None:
+    """A CPU-fallback result is host data copied to the device: its int64 values may lie outside int32."""
+    for o in (out if isinstance(out, (tuple, list)) else (out,)):
+        if isinstance(o, torch.Tensor) and o.dtype is torch.int64:
+            autocast.note_entry(o)
 
 
 def _tracing(inner_args) -> bool:
@@ -323,6 +351,8 @@ def _to_copy(func, args, kwargs):
     core = src._core if device is None or torch.device(device).index is None else torch.device(device).index
     inner_kwargs["device"] = _CPU
     out = func(src._data, **inner_kwargs)
+    if out.dtype is torch.int64 and src.dtype is not torch.int64:
+        autocast.note_entry(out)  # a conversion (float -> int64) can produce values outside int32
     return wrap(out, core)
 
 
@@ -336,6 +366,7 @@ def _copy_(func, args, kwargs):
             if dst.dtype == torch.int64 and src.dtype == torch.int64 and not autocast.casts_int64():
                 data = numerics.int64_wrap(src)  # a profile without int64 autocast stores int64 as int32
             dst._data.copy_(data)
+            autocast.note_entry(dst._data)
         return dst
     dst.copy_(src._data)  # device -> host
     return dst
@@ -362,6 +393,7 @@ def register_special(op, handler) -> None:
 def clear_cache() -> None:
     """Forget cached decisions (after the profile or the numerics/fallback settings change)."""
     _decisions.clear()
+    _plans.clear()
     autocast.refresh(policy.active().input_autocast, CONFIG.complex_decompose)
 
 

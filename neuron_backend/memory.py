@@ -167,7 +167,8 @@ def track(wrapper: torch.Tensor, inner: torch.Tensor, core: int) -> None:
             if not _expired(entry[2]):
                 return  # a view of a storage we already count
             _drop(ptr)  # the old storage died and the allocator reused its address
-        block = block_size(storage.nbytes())
+        n = storage.nbytes()  # block_size inlined: this runs once per device op
+        block = n if n >= ROUND_LIMIT else (MIN_BLOCK if n <= MIN_BLOCK else 1 << (n - 1).bit_length())
         new_total = _allocated[core] + block
         if new_total > _peak[core] or len(_young) >= _SWEEP_MIN:
             _sweep_young()
@@ -176,7 +177,18 @@ def track(wrapper: torch.Tensor, inner: torch.Tensor, core: int) -> None:
             if new_total > _peak[core] or len(_live) >= _sweep_at:
                 _sweep()
                 new_total = _allocated[core] + block
-        _reserve(block, core)
+        cache = _cached[core]
+        cached = cache.get(block)
+        if not cached and _young:
+            # Temporaries that died since the last sweep would have freed their blocks already on the real
+            # allocator: release them first, so reserved does not grow by blocks a real cache would reuse.
+            _sweep_young()
+            new_total = _allocated[core] + block
+            cached = cache.get(block)
+        if cached:  # _reserve's common case inlined: reuse a cached block of this size
+            cache[block] = cached - 1
+        else:
+            _reserve(block, core)
         if new_total > _peak[core]:
             _peak[core] = new_total
         _live[ptr] = (block, core, storage._weak_ref())
