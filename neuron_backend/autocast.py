@@ -48,8 +48,11 @@ VALUE_PRESERVING = frozenset({
     "aten::bitwise_xor", "aten::bitwise_not", "aten::masked_select", "aten::tril", "aten::triu",
 })
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
-# data_ptr of host storages that may hold int64 values outside int32 (see note_entry); usually empty.
-_wide: set[int] = set()
+# data_ptr of host storages that may hold int64 values outside int32 (see note_entry) -> C-level weak reference to the
+# storage; usually empty. Dead entries are pruned by memory.py's sweeps (prune_wide).
+_wide: dict[int, int] = {}
+_expired = torch.UntypedStorage._expired
+_free_ref = torch.UntypedStorage._free_weak_ref
 # id(op) -> whether its int64 outputs need the wrap
 _wraps: dict[int, bool] = {}
 
@@ -99,10 +102,27 @@ def _wrap_i64(t: torch.Tensor) -> torch.Tensor:
 def note_entry(t: torch.Tensor) -> None:
     """Host data entering the device other than as an op result (copy from the host, dtype conversion, fallback
     result): remember its storage if it holds int64 values outside int32, so ops wrap it as an input."""
-    if t.dtype is _I64 and t.numel() and _I64 in _cast:
+    if t.dtype is _I64 and type(t) is torch.Tensor and not t.is_meta and t.numel() and _I64 in _cast:
         lo, hi = torch.aminmax(t)
         if lo.item() < _I32_MIN or hi.item() > _I32_MAX:
-            _wide.add(t.untyped_storage().data_ptr())
+            storage = t.untyped_storage()
+            old = _wide.pop(storage.data_ptr(), None)
+            if old is not None:
+                _free_ref(old)
+            _wide[storage.data_ptr()] = storage._weak_ref()
+
+
+def _is_wide(t: torch.Tensor) -> bool:
+    if type(t) is not torch.Tensor or t.is_meta:  # FakeTensors while tracing have no data pointer
+        return False
+    ref = _wide.get(t.untyped_storage().data_ptr())
+    return ref is not None and not _expired(ref)
+
+
+def prune_wide() -> None:
+    """Forget the wide storages that have died."""
+    for ptr in [p for p, ref in _wide.items() if _expired(ref)]:
+        _free_ref(_wide.pop(ptr))
 
 
 def output_wraps(func) -> bool:
@@ -122,7 +142,7 @@ def cast_inputs(values: list, complex_too: bool) -> tuple[list, bool, bool]:
             d = v.dtype
             if d is _F64 and v.ndim != 0 and _F64 in _cast:
                 v, had_f64 = v.to(_F32), True
-            elif d is _I64 and _wide and v.ndim != 0 and _I64 in _cast and v.untyped_storage().data_ptr() in _wide:
+            elif d is _I64 and _wide and v.ndim != 0 and _I64 in _cast and _is_wide(v):
                 v = _wrap_i64(v)
             elif d is _C128 and complex_too and v.ndim != 0:
                 v, had_c128 = v.to(_C64), True

@@ -24,6 +24,7 @@ import threading
 
 import torch
 
+from neuron_backend import autocast
 from neuron_backend.config import CONFIG
 
 MB = 1 << 20
@@ -34,8 +35,9 @@ MIN_BLOCK = 256
 _expired = torch.UntypedStorage._expired
 _free_ref = torch.UntypedStorage._free_weak_ref
 # One lock for all bookkeeping: Transformers loads weights from several threads at once (a dict walked while another
-# thread inserts raised "dictionary changed size during iteration"). Re-entrant: check_fits sweeps under it.
-_lock = threading.RLock()
+# thread inserts raised "dictionary changed size during iteration"). Taken only by the public functions; the
+# underscore helpers run under it and never take it (a plain Lock is cheaper than an RLock on this per-op path).
+_lock = threading.Lock()
 # storage data_ptr -> (block bytes, core, C-level weak reference to the storage). Dead storages are released by a
 # sweep rather than by a per-tensor weakref callback (which cost ~2.5 us per device op): every figure that must be exact
 # sweeps first - stats queries, a would-be new peak, the capacity check - so allocated, peak and OOM are the same as
@@ -92,6 +94,8 @@ def _sweep() -> None:
         _drop(ptr)
     _young.clear()
     _sweep_at = max(_SWEEP_MIN, 2 * len(_live))
+    if autocast._wide:
+        autocast.prune_wide()
 
 
 def sweep() -> None:

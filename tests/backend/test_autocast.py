@@ -99,3 +99,21 @@ def test_only_the_fnuz_fp8_types_are_rejected_even_with_fallback(dev, dtype):
         torch.zeros(2).to(dtype).to(dev)
     for ok in (torch.float8_e4m3fn, torch.float8_e5m2, torch.float64, torch.complex64, torch.int64):
         assert torch.zeros(2).to(ok).to(dev).dtype == ok
+
+
+def test_wide_int64_values_are_wrapped_through_views_and_copies(dev):
+    # The input wrap is skipped for storages that cannot hold values outside int32; a host copy of such values marks
+    # its storage, so views of it and value-preserving ops (clone, cat) still see the wrapped value.
+    d = torch.tensor([2**33 + 9, 4]).to(dev)
+    assert (d[:1] + 0).cpu().tolist() == [9]
+    assert d.clone().cpu().tolist() == [9, 4]
+    assert torch.cat([d, d]).cpu().tolist() == [9, 4, 9, 4]
+    small = torch.arange(3, device=dev)
+    assert (small * 2).cpu().tolist() == [0, 2, 4]
+
+
+def test_a_float_to_int64_conversion_can_enter_wide_values(dev):
+    f = torch.tensor([2.0**35], device=dev)
+    i = f.long()
+    assert i.cpu().tolist() == [2**35]  # the conversion result is stored exactly
+    assert (i + 1).cpu().tolist() == [1]  # and read as its int32 wrap (2**35 wraps to 0)
