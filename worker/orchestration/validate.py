@@ -119,8 +119,8 @@ def neuron_profile(device_name: str) -> None:
     torch-neuronx, when installed, takes precedence and ignores it)."""
     if device_type(device_name) != "neuron" or importlib.util.find_spec("torch_neuronx") is not None:
         return
-    # Read like neuron_backend/config.py reads it: default torchneuron, surrounding blanks ignored.
-    wanted = os.environ.get("NEURON_PROFILE", "torchneuron").strip()
+    # Read like neuron_backend/config.py reads it: default trn2, surrounding blanks ignored.
+    wanted = os.environ.get("NEURON_PROFILE", "trn2").strip()
     names = profile_names()
     if names and wanted not in names:
         raise fail(unknown("NEURON_PROFILE", wanted, names, plural="profiles"))
