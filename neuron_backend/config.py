@@ -32,7 +32,8 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
                                  "(measures native coverage)"),
     "NEURON_STRICT": ("0", "1 = strict mode, same as NEURON_CPU_FALLBACK=0"),
     "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS": (
-        "0", f"1 = a device kernel that fails at execution raises instead of being retried on the CPU ({_SRC_DOC})"),
+        "0", f"1 = a device kernel that fails at execution raises instead of being retried on the CPU ({_SRC_DOC}); "
+             "default 0 as in the source's RELEASE build (torch_neuronx/_build_config.py: RELEASE '0', DEV '1')"),
     "TORCH_NEURONX_COMPLEX_DECOMPOSE": (
         "", f"complex ops decomposed by the framework (default: the profile's; True for PyTorch >= 2.13 per {_ENV_VARS})"),
     "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION": (
