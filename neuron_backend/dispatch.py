@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import autocast, fallback, memory, numerics, policy, stats
+from neuron_backend import autocast, fallback, memory, numerics, policy, stats, transfers
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedOpError
 from neuron_backend.tensor import NeuronTensor, set_dispatch, sync_meta, wrap
@@ -340,47 +340,10 @@ def _graph_break(func, err: NeuronUnsupportedOpError) -> Exception:
     return exc
 
 
-def _to_copy(func, args, kwargs):
-    src = args[0]
-    device = kwargs.get("device")
-    dtype = kwargs.get("dtype") or src.dtype
-    inner_kwargs = dict(kwargs)
-    if device is not None and torch.device(device).type != "neuron":
-        return func(src._data, **inner_kwargs)  # device -> host
-    policy.check_device_dtype("aten::_to_copy", dtype, src)
-    core = src._core if device is None or torch.device(device).index is None else torch.device(device).index
-    inner_kwargs["device"] = _CPU
-    out = func(src._data, **inner_kwargs)
-    if out.dtype is torch.int64 and src.dtype is not torch.int64:
-        autocast.note_entry(out)  # a conversion (float -> int64) can produce values outside int32
-    return wrap(out, core)
-
-
-def _copy_(func, args, kwargs):
-    dst, src = args[0], args[1]
-    if type(dst) is NeuronTensor:
-        if type(src) is NeuronTensor:
-            dst._data.copy_(src._data)
-        else:  # host -> device
-            data = src
-            if dst.dtype == torch.int64 and src.dtype == torch.int64 and not autocast.casts_int64():
-                data = numerics.int64_wrap(src)  # a profile without int64 autocast stores int64 as int32
-            dst._data.copy_(data)
-            autocast.note_entry(dst._data)
-        return dst
-    dst.copy_(src._data)  # device -> host
-    return dst
-
-
-def _local_scalar_dense(func, args, kwargs):
-    stats.record_host_sync()
-    return func(args[0]._data)
-
-
 _SPECIAL = {
-    id(aten._to_copy.default): _to_copy,
-    id(aten.copy_.default): _copy_,
-    id(aten._local_scalar_dense.default): _local_scalar_dense,
+    id(aten._to_copy.default): transfers.to_copy,
+    id(aten.copy_.default): transfers.copy_,
+    id(aten._local_scalar_dense.default): transfers.local_scalar_dense,
 }
 
 
