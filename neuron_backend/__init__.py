@@ -1,18 +1,22 @@
-"""neuron_backend: a simulated AWS Trainium (NeuronCore-v2) PyTorch device named ``neuron``, in pure Python.
+"""neuron_backend: a simulated AWS Trainium (Trn2 / Trn3) PyTorch device named ``neuron``, in pure Python.
 
-What it models: PrivateUse1 registration (``torch.neuron``, ``Tensor.neuron()``, ``device_map="neuron"``); an
-explicit op table per profile (profiles/*.json, NEURON_PROFILE) with per-op dtypes, no float64/complex, int64 lowered
-to int32 (values wrap), rejection of data-dependent output shapes (nonzero, unique, masked_select, boolean indexing)
-and of host syncs inside compiled graphs; ops outside the table lowered through ``torch._decomp`` first; typed errors
-(NeuronUnsupportedOpError / NeuronUnsupportedDtypeError) naming op, dtypes and shapes; an opt-in CPU fallback
-(NEURON_CPU_FALLBACK=1) that records what fell back and, where the host kernel lacks the dtype too (integer histc),
-runs the op's decomposition or a widened copy cast back (fallback.py); compiler-style bf16 matmul numerics (NEURON_AUTOCAST_MATMUL);
-per-core memory accounting with torch.OutOfMemoryError (NEURON_CORES x NEURON_MEMORY_GB); a ``neuron`` torch.compile
-backend (AOT Autograd + core-aten decompositions, op-table check, recompilation counts).
+What it models: PrivateUse1 registration (``torch.neuron``, ``Tensor.neuron()``, ``device_map="neuron"``); the
+hardware of the active profile (NEURON_PROFILE, default trn2: 8 NeuronCore-v3 and 96 GiB per chip; trn3: 8 NC-v4,
+144 GiB) grouped by the Logical NeuronCore setting (NEURON_LOGICAL_NC_CONFIG) into devices; an explicit op table per
+profile (profiles/*.json) with per-op dtypes; torch-neuronx's eager semantics: ops without a device implementation run
+on the CPU by default (one warning per op, recorded: fallback_ops(), get_fallback_ops()), a device kernel the profile
+says fails is retried on the CPU (unless TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1), strict mode
+(NEURON_CPU_FALLBACK=0) falls back nothing and raises typed errors (NeuronUnsupportedOpError /
+NeuronUnsupportedDtypeError) naming op, dtypes and shapes; float64/int64 inputs computed as float32/int32 and complex
+ops decomposed (autocast.py); only the fnuz FP8 types rejected; ops outside the table lowered through ``torch._decomp``
+first; where the host kernel lacks the dtype too (integer histc) the fallback runs the op's decomposition or a widened
+copy cast back (fallback.py); compiler-style bf16 matmul numerics (NEURON_AUTOCAST_MATMUL); a caching allocator per
+device (memory.py: pools, size classes, reserved >= allocated) with torch.OutOfMemoryError; a ``neuron``
+torch.compile backend (AOT Autograd + core-aten decompositions, op-table check, recompilation counts).
 
-What it does not model: performance, asynchronous execution, collective bandwidth (collectives.py models semantics), the real compiler's fusion
-and precision choices beyond matmul auto-cast, memory fragmentation (bytes are exact, allocator overhead is not),
-and ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors. Conjugate and
+What it does not model: performance, asynchronous execution, collective bandwidth (collectives.py models semantics),
+the real compiler's fusion and precision choices beyond matmul auto-cast, allocator segments and fragmentation, and
+ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors. Conjugate and
 negative views (``_conj``, ``_neg_view``) are materialized copies on the device: values are right, but a later write
 to the base is not seen through them (numerics.materialize says why).
 Transformers: ``device_map="neuron"``, ``.to("neuron")``, generate and training need no hook. ``device_map="auto"``
@@ -43,16 +47,23 @@ if SIMULATED:
     from neuron_backend import collectives as _collectives  # noqa: F401  (registers torch.distributed backend "neuron")
 
 from neuron_backend.api import (  # noqa: E402
+    clear_op_tracking,
     compile_stats,
     device_info,
     fallback_ops,
+    fallback_reasons,
+    get_executed_ops,
+    get_fallback_ops,
     host_syncs,
     numerics_policy,
     reset_compile_stats,
     reset_fallback_ops,
+    set_complex_decompose,
     set_cpu_fallback,
+    set_fallback_only_for_unimplemented,
     set_numerics,
     set_profile,
+    set_strict,
     unwrap_error,
 )
 
@@ -64,6 +75,10 @@ __all__ = [
     "NeuronUnsupportedDtypeError",
     "fallback_ops",
     "reset_fallback_ops",
+    "fallback_reasons",
+    "get_fallback_ops",
+    "get_executed_ops",
+    "clear_op_tracking",
     "numerics_policy",
     "device_info",
     "compile_stats",
@@ -71,6 +86,9 @@ __all__ = [
     "host_syncs",
     "set_numerics",
     "set_cpu_fallback",
+    "set_strict",
+    "set_complex_decompose",
+    "set_fallback_only_for_unimplemented",
     "set_profile",
     "unwrap_error",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuron_backend import numerics, profiles, registration, stats
+from neuron_backend import config, numerics, profiles, registration, stats
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedOpError
 
@@ -28,6 +28,31 @@ def fallback_ops() -> list[str]:
 
 def reset_fallback_ops() -> None:
     stats.reset_fallback_ops()
+
+
+# torch-neuronx's names for the same record (torch_neuronx/__init__.py in parmoham-aws/test-repo-parmoham @
+# 98154b867aa24562a3213e520d9ad7fd41032291, pre-beta source, INDICATIVE). They live on ``neuron_backend`` only: the
+# simulation never installs a ``torch_neuronx`` module, so a real install is never shadowed.
+def get_fallback_ops() -> list[str]:
+    """Names of the ops that ran on the CPU instead of the device (``"aten::histc"``), like torch_neuronx's."""
+    return stats.fallback_op_names()
+
+
+def get_executed_ops() -> list[str]:
+    """Names of the ops that ran on the device, like torch_neuronx's."""
+    return stats.executed_ops()
+
+
+def clear_op_tracking() -> None:
+    """Clear both records (fallback and executed), like torch_neuronx's."""
+    stats.reset_fallback_ops()
+    stats.reset_executed_ops()
+    _clear()  # executed ops are recorded when an (op, dtypes) is first decided: decide again
+
+
+def fallback_reasons() -> dict[str, str | None]:
+    """``fallback_ops()`` entry -> None (no device implementation) or ``"kernel failed: ..."`` (retried on CPU)."""
+    return stats.fallback_reasons()
 
 
 def numerics_policy() -> str:
@@ -52,14 +77,21 @@ def reset_compile_stats() -> None:
 def device_info() -> dict[str, Any]:
     """What the harness records about the device under test."""
     simulated = registration._state["registered"] is True
+    hw = profiles.load(CONFIG.profile).hardware
     return {
         "name": "neuron",
         "simulated": simulated,
         "profile": CONFIG.profile,
         "profiles": profiles.available(),
+        "generation": hw.generation,
+        "neuroncore": hw.neuroncore,
+        "lnc": CONFIG.lnc,
         "cores": CONFIG.cores,
         "memory_per_core": CONFIG.memory_per_core,
         "cpu_fallback": CONFIG.cpu_fallback,
+        "strict": not CONFIG.cpu_fallback,
+        "fallback_only_for_unimplemented": CONFIG.fallback_only_for_unimplemented,
+        "complex_decompose": CONFIG.complex_decompose,
         "backend_version": BACKEND_VERSION,
         "policy": numerics.policy(),
         "not_registered_reason": registration.reason_not_registered(),
@@ -78,10 +110,32 @@ def set_cpu_fallback(enabled: bool) -> None:
     _clear()
 
 
+def set_strict(strict: bool) -> None:
+    """Strict mode (nothing falls back to the CPU) on/off: the same switch as ``set_cpu_fallback(not strict)``."""
+    set_cpu_fallback(not strict)
+
+
+def set_complex_decompose(enabled: bool) -> None:
+    """TORCH_NEURONX_COMPLEX_DECOMPOSE in this process: complex ops decomposed (device) or left to the fallback."""
+    CONFIG.complex_decompose = bool(enabled)
+    _clear()
+
+
+def set_fallback_only_for_unimplemented(enabled: bool) -> None:
+    """TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS in this process: a failing device kernel raises."""
+    CONFIG.fallback_only_for_unimplemented = bool(enabled)
+    _clear()
+
+
 def set_profile(name: str) -> None:
-    """Select another shipped profile in this process (NEURON_PROFILE sets the start value)."""
-    profiles.load(name)  # validates
+    """Select another shipped profile in this process (NEURON_PROFILE sets the start value). The device count stays
+    as started; capacity per device, complex decomposition and matmul numerics follow the profile unless their
+    environment variables set them."""
+    prof = profiles.load(name)  # validates
     CONFIG.profile = name
+    config.profile_defaults(CONFIG, prof)
+    if not config._env("NEURON_MEMORY_GB"):
+        CONFIG.memory_per_core = config.hardware_defaults(prof, CONFIG.lnc)[1]
     _clear()
 
 

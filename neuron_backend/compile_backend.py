@@ -35,7 +35,7 @@ class NeuronDynamicShapesError(RuntimeError):
 
 def disable_fallback_execution() -> bool:
     """TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION (default on): a graph that fails to compile raises."""
-    return bool(getattr(CONFIG, "disable_fallback_execution", True))
+    return CONFIG.disable_fallback_execution
 
 
 def graph_breaks() -> int:

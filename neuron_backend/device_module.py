@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import memory
+from neuron_backend import memory, profiles
 from neuron_backend.config import CONFIG
 
 _current = 0
@@ -97,11 +97,11 @@ def max_memory_allocated(device: int | str | torch.device | None = None) -> int:
 
 
 def memory_reserved(device: int | str | torch.device | None = None) -> int:
-    return memory.memory_allocated(_index(device))
+    return memory.memory_reserved(_index(device))
 
 
 def max_memory_reserved(device: int | str | torch.device | None = None) -> int:
-    return memory.max_memory_allocated(_index(device))
+    return memory.max_memory_reserved(_index(device))
 
 
 def reset_peak_memory_stats(device: int | str | torch.device | None = None) -> None:
@@ -113,11 +113,12 @@ def mem_get_info(device: int | str | torch.device | None = None) -> tuple[int, i
 
 
 def empty_cache() -> None:
-    return None
+    memory.empty_cache()
 
 
 def get_device_name(device: int | str | torch.device | None = None) -> str:
-    return f"NeuronCore-v2 (simulated) #{_index(device)}"
+    hw = profiles.load(CONFIG.profile).hardware
+    return f"{hw.neuroncore} (simulated {hw.generation}, LNC={CONFIG.lnc}) #{_index(device)}"
 
 
 def get_amp_supported_dtype() -> list[torch.dtype]:

@@ -7,19 +7,33 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import fallback, memory, numerics, policy, stats
+from neuron_backend import autocast, fallback, memory, numerics, policy, stats, transfers
+from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedOpError
-from neuron_backend.tensor import NeuronTensor, set_dispatch, wrap
+from neuron_backend.tensor import NeuronTensor, set_dispatch, sync_meta, wrap
 
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
 _Tensor = torch.Tensor
+
+# Dispatch-level decisions ahead of the op table (autocast.py): 64-bit inputs computed as 32-bit; complex decomposed.
+CAST, COMPLEX = 100, 101
+# id(op) -> whether it returns a view of an input (never autocast: the result must alias its base)
+_views: dict[int, bool] = {}
 
 # (op, input dtypes) -> decision. The decision depends only on these (and the profile/settings, which clear it),
 # so each op pays the table lookup, decomposition probe and dtype rules once per process.
 _decisions: dict[tuple, int] = {}
 # op -> ((return index, positional arg index or kwarg name), ...) for returns that alias a mutated input.
 _write_aliases: dict[int, tuple] = {}
+
+# Ops that change the metadata of a tensor they write (set_, resize_, in-place views, ``out=`` that resizes): the
+# wrapper's shape/strides are re-synced from its host data after them (tensor.sync_meta).
+_META_OPS = frozenset({
+    "aten::set_", "aten::resize_", "aten::resize_as_", "aten::as_strided_", "aten::transpose_", "aten::t_",
+    "aten::squeeze_", "aten::unsqueeze_", "aten::swapaxes_", "aten::swapdims_", "aten::_resize_output_",
+})
+_meta_sync: dict[int, bool] = {}
 
 # Ops that may legitimately see a host tensor with data (device transfer, and indices a device copies over).
 _MIXED_OK = {id(op) for op in (aten.copy_.default, aten._to_copy.default, aten.index.Tensor, aten.index_put_.default,
@@ -43,7 +57,18 @@ def _write_alias_map(func) -> tuple:
                 break
     found = tuple(result)
     _write_aliases[id(func)] = found
+    _meta_sync[id(func)] = bool(found) and (
+        schema.name in _META_OPS or any(isinstance(idx, str) for _, idx in found))
     return found
+
+
+def _synced(func, out):
+    """``out`` (an aliased input, or a tuple of them) with wrapper metadata re-synced where ``func`` may change it."""
+    if _meta_sync.get(id(func)):
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
+            if type(o) is NeuronTensor:
+                sync_meta(o)
+    return out
 
 
 def _shapes(args, kwargs) -> list[tuple[int, ...]]:
@@ -62,14 +87,14 @@ def _wrap_out(func, out, args, kwargs, core):
     if aliases:
         if len(func._schema.returns) == 1:
             idx = aliases[0][1]
-            return kwargs[idx] if isinstance(idx, str) else args[idx]
+            return _synced(func, kwargs[idx] if isinstance(idx, str) else args[idx])
         out = list(out)
         for ri, idx in aliases:
             out[ri] = kwargs[idx] if isinstance(idx, str) else args[idx]
         for i, o in enumerate(out):
             if isinstance(o, _Tensor) and type(o) is not NeuronTensor:
                 out[i] = wrap(o, core)
-        return tuple(out)
+        return _synced(func, tuple(out))
     t = type(out)
     if t is _Tensor:
         return wrap(out, core)
@@ -170,7 +195,7 @@ def dispatch(func, args, kwargs):
     key = (fid, *dtypes)
     decision = _decisions.get(key)
     if decision is None:
-        decision = policy.decide(func, dtypes, args, kwargs)
+        decision = _decide(func, dtypes, args, kwargs)
         _decisions[key] = decision
     if decision == 0:  # policy.NATIVE; func._op skips OpOverload.__call__'s extra Python frame
         out = func._op(*new_args, **new_kwargs)
@@ -185,8 +210,84 @@ def dispatch(func, args, kwargs):
     return _wrap_out(func, out, args, kwargs, core)
 
 
+def _decide(func, dtypes, args, kwargs) -> int:
+    kind = autocast.kind(dtypes)
+    if kind is not None:
+        if _is_view(func):  # a view is never cast: decided on the computed dtypes, run as any native view
+            inner = _decide(func, autocast.mapped(dtypes), args, kwargs)
+            if inner == policy.NATIVE:
+                return inner
+        return COMPLEX if kind == "complex" else CAST
+    decision = policy.decide(func, dtypes, args, kwargs)
+    if decision != policy.FALLBACK and decision != policy.UNSUPPORTED and decision != policy.KERNEL_FAIL:
+        stats.record_executed(func)
+    return decision
+
+
+def _is_view(func) -> bool:
+    found = _views.get(id(func))
+    if found is None:
+        found = _views[id(func)] = any(
+            r.alias_info is not None and not r.alias_info.is_write for r in func._schema.returns)
+    return found
+
+
+# (op, input dtypes) of a CAST/COMPLEX decision -> (inner decision on the computed dtypes, computed dtypes, kind of
+# run: 0 functional, 1 view/materialize, 2 writes an input; whether float64/complex128 inputs need a cast)
+_plans: dict[tuple, tuple] = {}
+
+
+def _plan(func, dtypes, args, kwargs) -> tuple:
+    computed = autocast.mapped(dtypes)
+    inner = _decide(func, computed, args, kwargs)
+    run = 1 if (_is_view(func) or inner == policy.MATERIALIZE) else (2 if func._schema.is_mutable else 0)
+    floats = any(d is torch.float64 or d is torch.complex128 for d in dtypes)
+    return inner, computed, run, floats
+
+
+def _run_cast(func, dtypes, args, kwargs, new_args, new_kwargs, core, is_complex: bool):
+    """An op with 64-bit or complex inputs: decided on the dtypes the device computes in, run as autocast.py says."""
+    key = (id(func), *dtypes)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _plans[key] = _plan(func, dtypes, args, kwargs)
+    inner, computed, run, floats = plan
+    if inner == policy.FALLBACK:  # the CPU runs the op on the original 64-bit/complex data
+        return _run_other(func, inner, dtypes, args, kwargs, new_args, new_kwargs, core)
+    if inner == policy.UNSUPPORTED or inner == policy.KERNEL_FAIL:
+        return _run_other(func, inner, computed, args, kwargs, new_args, new_kwargs, core)
+    if inner == policy.DECOMPOSE or inner == policy.COMPOSITE:
+        return policy.run_decomposition(func, computed, args, kwargs, _shapes)
+    if run == 1:
+        out = func._op(*new_args, **new_kwargs)
+        return wrap(numerics.materialize(out), core) if inner == policy.MATERIALIZE else _wrap_out(
+            func, out, args, kwargs, core)
+    if run == 2:
+        out = numerics.matmul(func, new_args, new_kwargs) if inner == policy.MATMUL else func._op(
+            *new_args, **new_kwargs)
+        out = _wrap_out(func, out, args, kwargs, core)
+        for o in (out if isinstance(out, (tuple, list)) else (out,)):
+            if type(o) is NeuronTensor:
+                autocast.settle_written(o._data)
+        return out
+    f64 = c128 = False
+    cargs, ckw = new_args, new_kwargs
+    if floats or autocast._wide:  # int64 inputs need a wrap only where a storage may hold values outside int32
+        cargs, f64, c128 = autocast.cast_inputs(new_args, is_complex)
+        if new_kwargs:
+            values, kf64, kc128 = autocast.cast_inputs(list(new_kwargs.values()), is_complex)
+            ckw, f64, c128 = dict(zip(new_kwargs, values, strict=True)), f64 or kf64, c128 or kc128
+    out = numerics.matmul(func, cargs, ckw) if inner == policy.MATMUL else func._op(*cargs, **ckw)
+    out = autocast.restore(out, f64, c128, autocast.output_wraps(func))
+    if is_complex:
+        out = numerics.host_result(out) if not isinstance(out, torch.Tensor) else numerics.materialize(out)
+    return _wrap_out(func, out, args, kwargs, core)
+
+
 def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core):
-    """The rarer decisions: int64 wrap, decomposition, CPU fallback, typed error."""
+    """The rarer decisions: 64-bit/complex autocast, int64 wrap, decomposition, CPU fallback, typed error."""
+    if decision == CAST or decision == COMPLEX:
+        return _run_cast(func, dtypes, args, kwargs, new_args, new_kwargs, core, decision == COMPLEX)
     if decision == policy.INT64_OP:
         out = func(*new_args, **new_kwargs)
         return _wrap_out(func, numerics.int64_wrap(out), args, kwargs, core)
@@ -197,11 +298,37 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
     if decision == policy.FALLBACK:
         stats.record_fallback(func, dtypes)
         out = fallback.run_on_host(func, new_args, new_kwargs)  # widens where the host kernel lacks the dtype
+        _note_entries(out)
         return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
+    if decision == policy.KERNEL_FAIL:
+        # The decision is cached per (op, dtypes); whether the known failure applies can depend on the values
+        # (_grouped_mm's offs), so it is asked per call. None: the native kernel runs.
+        issue = policy.kernel_failure(func, dtypes, args, kwargs)
+        if issue is None:
+            stats.record_executed(func)
+            return _wrap_out(func, func._op(*new_args, **new_kwargs), args, kwargs, core)
+    else:
+        issue = None
     err = policy.error_for(func, dtypes, _shapes(args, kwargs))
+    if (issue is not None and issue.cpu_retry and CONFIG.cpu_fallback
+            and not CONFIG.fallback_only_for_unimplemented):
+        # The device kernel failed at execution: torch-neuronx retries the op on the CPU unless
+        # TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1 (CPUFallbackExecutor; docs/environment_variables.md in
+        # the pre-beta source, INDICATIVE).
+        stats.record_fallback(func, dtypes, reason=f"kernel failed: {err.reason}")
+        out = fallback.run_on_host(func, new_args, new_kwargs)
+        _note_entries(out)
+        return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
     if _tracing(new_args):
         raise _graph_break(func, err)
     raise err
+
+
+def _note_entries(out) -> None:
+    """A CPU-fallback result is host data copied to the device: its int64 values may lie outside int32."""
+    for o in (out if isinstance(out, (tuple, list)) else (out,)):
+        if isinstance(o, torch.Tensor) and o.dtype is torch.int64:
+            autocast.note_entry(o)
 
 
 def _tracing(inner_args) -> bool:
@@ -223,44 +350,10 @@ def _graph_break(func, err: NeuronUnsupportedOpError) -> Exception:
     return exc
 
 
-def _to_copy(func, args, kwargs):
-    src = args[0]
-    device = kwargs.get("device")
-    dtype = kwargs.get("dtype") or src.dtype
-    inner_kwargs = dict(kwargs)
-    if device is not None and torch.device(device).type != "neuron":
-        return func(src._data, **inner_kwargs)  # device -> host
-    policy.check_device_dtype("aten::_to_copy", dtype, src)
-    core = src._core if device is None or torch.device(device).index is None else torch.device(device).index
-    inner_kwargs["device"] = _CPU
-    out = func(src._data, **inner_kwargs)
-    return wrap(out, core)
-
-
-def _copy_(func, args, kwargs):
-    dst, src = args[0], args[1]
-    if type(dst) is NeuronTensor:
-        if type(src) is NeuronTensor:
-            dst._data.copy_(src._data)
-        else:  # host -> device
-            data = src
-            if dst.dtype == torch.int64 and src.dtype == torch.int64:
-                data = numerics.int64_wrap(src)
-            dst._data.copy_(data)
-        return dst
-    dst.copy_(src._data)  # device -> host
-    return dst
-
-
-def _local_scalar_dense(func, args, kwargs):
-    stats.record_host_sync()
-    return func(args[0]._data)
-
-
 _SPECIAL = {
-    id(aten._to_copy.default): _to_copy,
-    id(aten.copy_.default): _copy_,
-    id(aten._local_scalar_dense.default): _local_scalar_dense,
+    id(aten._to_copy.default): transfers.to_copy,
+    id(aten.copy_.default): transfers.copy_,
+    id(aten._local_scalar_dense.default): transfers.local_scalar_dense,
 }
 
 
@@ -273,7 +366,10 @@ def register_special(op, handler) -> None:
 def clear_cache() -> None:
     """Forget cached decisions (after the profile or the numerics/fallback settings change)."""
     _decisions.clear()
+    _plans.clear()
+    autocast.refresh(policy.active().input_autocast, CONFIG.complex_decompose)
 
 
 set_dispatch(dispatch)
+clear_cache()
 __all__ = ["dispatch", "clear_cache", "register_special", "NeuronUnsupportedOpError", "memory"]

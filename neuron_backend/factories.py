@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from neuron_backend import memory
+from neuron_backend import autocast, memory
 from neuron_backend.numerics import int64_wrap
 from neuron_backend.tensor import NeuronTensor, wrap
 
@@ -54,6 +54,8 @@ def _nbytes_strided(size, stride, dtype: torch.dtype) -> int:
 def _make_kernel(op: torch._ops.OpOverload):
     name = op._schema.name.removeprefix("aten::")
 
+    uninitialised = op in (torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default)
+
     def kernel(*args, **kwargs):
         core = core_of(kwargs.get("device"))
         kwargs["device"] = _CPU
@@ -66,7 +68,12 @@ def _make_kernel(op: torch._ops.OpOverload):
             memory.check_fits(numel * itemsize, core)
         elif op is torch.ops.aten.empty_strided.default:
             memory.check_fits(_nbytes_strided(args[0], args[1], dtype or torch.get_default_dtype()), core)
-        return wrap(int64_wrap(op(*args, **kwargs)), core)
+        out = op(*args, **kwargs)
+        if autocast.casts_int64():
+            if not uninitialised:  # an empty tensor's garbage is overwritten before any op reads it
+                autocast.note_entry(out)
+            return wrap(out, core)
+        return wrap(int64_wrap(out), core)
 
     return kernel
 
@@ -74,9 +81,11 @@ def _make_kernel(op: torch._ops.OpOverload):
 def _copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
     src = self._data if type(self) is NeuronTensor else self
     if type(dst) is NeuronTensor:
-        if type(self) is not NeuronTensor:
-            src = int64_wrap(src)  # host -> device: int64 values become int32 on the device
+        if type(self) is not NeuronTensor and not autocast.casts_int64():
+            src = int64_wrap(src)  # a profile without int64 autocast stores int64 values as int32
         dst._data.copy_(src)
+        if type(self) is not NeuronTensor:
+            autocast.note_entry(dst._data)  # host int64 values outside int32 are wrapped when an op reads them
     else:
         dst.copy_(src)
     return dst

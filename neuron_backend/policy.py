@@ -67,7 +67,7 @@ def kernel_failure(func, dtypes, args=(), kwargs=None) -> profiles.KnownIssue | 
     if issue is None or (issue.dtypes is not None and not any(d in issue.dtypes for d in dtypes)):
         return None
     if issue.precondition is not None:
-        if getattr(CONFIG, "skip_op_preconditions", False):  # TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1
+        if CONFIG.skip_op_preconditions:  # TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1
             return None
         if not PRECONDITIONS[issue.precondition](args, kwargs or {}):
             return None
@@ -158,7 +158,7 @@ def error_for(func, dtypes, shapes) -> NeuronUnsupportedOpError:
 
 
 def complex_decompose() -> bool:
-    return bool(getattr(CONFIG, "complex_decompose", active().complex_decompose_default))
+    return CONFIG.complex_decompose
 
 
 def check_device_dtype(op: str, dtype: torch.dtype, src: torch.Tensor | None = None) -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import warnings
 
-_fallback: dict[str, None] = {}  # ordered set: "aten::histc (Long)"
+_fallback: dict[str, str | None] = {}  # ordered: "aten::histc (Long)" -> reason (None: no device implementation)
+_warned: set[str] = set()  # op names warned about
+_executed: dict[str, None] = {}  # ordered set of op names run on the device
 _host_syncs = [0]
 _compile = {"compilations": 0, "recompilations": 0, "graphs": 0}
 
@@ -33,14 +35,21 @@ def _names():
 _NAMES = _names()
 
 
-def record_fallback(func, dtypes) -> None:
+def record_fallback(func, dtypes, reason: str = "") -> None:
+    """One op ran on the CPU fallback: recorded per (op, dtypes); warned once per op, as torch-neuronx's boxed
+    fallback does ("warn once per operation", torch_neuronx/csrc/core/NeuronBindings.cpp, neuron_cpu_fallback, in
+    parmoham-aws/test-repo-parmoham @ 98154b867aa24562a3213e520d9ad7fd41032291, pre-beta source, INDICATIVE)."""
     name = func._schema.name
     entry = f"{name} ({', '.join(dict.fromkeys(dtype_name(d) for d in dtypes)) or 'no tensors'})"
-    if entry not in _fallback:
-        _fallback[entry] = None
+    if entry in _fallback:
+        return
+    _fallback[entry] = reason or None
+    if name not in _warned:
+        _warned.add(name)
+        why = f" ({reason})" if reason else ""
         warnings.warn(
-            f"The operator '{name}' is not supported on the neuron device; falling back to the CPU "
-            "(NEURON_CPU_FALLBACK=1). This may have performance implications.",
+            f"Operator '{name}' fell back to CPU{why}. This may have performance implications "
+            "(NEURON_CPU_FALLBACK=0 makes it an error).",
             UserWarning,
             stacklevel=3,
         )
@@ -50,8 +59,32 @@ def fallback_ops() -> list[str]:
     return list(_fallback)
 
 
+def fallback_reasons() -> dict[str, str | None]:
+    """entry -> why it fell back: None (no device implementation) or "kernel failed: ..." (retried on the CPU)."""
+    return dict(_fallback)
+
+
+def fallback_op_names() -> list[str]:
+    """Op names that fell back, without dtypes (what torch_neuronx.get_fallback_ops() lists)."""
+    return list(dict.fromkeys(e.split(" (", 1)[0] for e in _fallback))
+
+
+def record_executed(func) -> None:
+    """An op ran on the device (recorded once per decision, i.e. on the first run of each (op, dtypes))."""
+    _executed[func._schema.name] = None
+
+
+def executed_ops() -> list[str]:
+    return list(_executed)
+
+
 def reset_fallback_ops() -> None:
     _fallback.clear()
+    _warned.clear()
+
+
+def reset_executed_ops() -> None:
+    _executed.clear()
 
 
 def record_host_sync() -> None:

@@ -32,19 +32,22 @@ class NeuronTensor(torch.Tensor):
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @staticmethod
-    def __new__(cls, data: torch.Tensor, core: int = 0) -> NeuronTensor:
-        r = _make_wrapper(
-            cls,
-            data.size(),
-            strides=data.stride(),
-            storage_offset=data.storage_offset(),
-            dtype=data.dtype,
-            device=device_for(core),
-            requires_grad=False,
-        )
-        r._data = data
-        r._core = core
-        return r
+    def __new__(cls, data: torch.Tensor, core: int | None = None, *, requires_grad: bool | None = None):
+        """``NeuronTensor(host_data, core)`` wraps host data (the device's own use).
+
+        ``NeuronTensor(value, requires_grad=...)`` is the Parameter-class protocol: ``type(param)`` of a device
+        parameter is this class (Parameter of a tensor subclass keeps the subclass, as DTensor does), and Accelerate's
+        ``set_module_tensor_to_device`` rebuilds a parameter as ``type(param)(value, requires_grad=...)``. A device
+        ``value`` then gives a device parameter sharing its data; a host or meta ``value`` (offload) gives a
+        ``torch.nn.Parameter`` there, exactly what ``Parameter(value, requires_grad)`` gives on a real device.
+        """
+        if requires_grad is not None and core is None:
+            if type(data) is not NeuronTensor:
+                return torch.nn.Parameter(data, requires_grad=requires_grad)
+            r = _new(cls, data._data, data._core, requires_grad)
+            r._is_param = True
+            return r
+        return _new(cls, data, 0 if core is None else core, bool(requires_grad))
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # noqa: D105
@@ -52,8 +55,38 @@ class NeuronTensor(torch.Tensor):
         return _DISPATCH(func, args, kwargs or {})
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
-        body = repr(self._data)
-        return body.replace("tensor(", "tensor(", 1)[:-1] + f", device='neuron:{self._core}')"
+        # The host data's repr with the suffixes a real device tensor's repr shows, in torch's order: device, then
+        # dtype (and size), then grad_fn or requires_grad. A parameter is prefixed as torch.nn.Parameter prints.
+        body = repr(self._data)[:-1]
+        at = body.find(", dtype=")
+        device = f", device='neuron:{self._core}'"
+        body = body[:at] + device + body[at:] if at >= 0 else body + device
+        if self.grad_fn is not None:
+            body += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            body += ", requires_grad=True"
+        return ("Parameter containing:\n" if getattr(self, "_is_param", False) else "") + body + ")"
+
+    def __format__(self, format_spec: str) -> str:
+        # torch.Tensor.__format__ formats a 0-d tensor as its Python number only when type(self) is Tensor; a
+        # subclass falls to object.__format__, which rejects any spec (format(t, ".3e") raised TypeError).
+        if self.dim() == 0 and not self.is_meta:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
+    @property
+    def data(self) -> torch.Tensor:  # noqa: D102
+        return _DATA.__get__(self)
+
+    @data.setter
+    def data(self, new: torch.Tensor) -> None:
+        # Tensor.data = x swaps the wrapper's metadata (shape, strides, dtype) in C++; the host data the values live
+        # in is this Python attribute and must follow, or the tensor keeps its old values under the new shape
+        # (Transformers' resize_token_embeddings: silently wrong embeddings).
+        _DATA.__set__(self, new)
+        if type(new) is NeuronTensor:
+            self._data = new._data
+            self._core = new._core
 
     # Traceable-wrapper-subclass protocol: lets Module._apply swap parameters in place (keeping tied weights tied)
     # and lets Dynamo/AOTAutograd see through the wrapper to the ops it runs.
@@ -85,6 +118,19 @@ class NeuronTensor(torch.Tensor):
         )
 
 
+_DATA = torch._C.TensorBase.data
+
+
+def _new(cls, data: torch.Tensor, core: int, requires_grad: bool) -> NeuronTensor:
+    r = _make_wrapper(
+        cls, data.size(), strides=data.stride(), storage_offset=data.storage_offset(), dtype=data.dtype,
+        device=device_for(core), requires_grad=requires_grad,
+    )
+    r._data = data
+    r._core = core
+    return r
+
+
 def _unset_dispatch(func, args, kwargs):
     raise RuntimeError("neuron_backend dispatch not initialised")
 
@@ -112,6 +158,14 @@ def _host_sync(t: NeuronTensor) -> torch.Tensor:
 
 _Tensor = torch.Tensor
 _track = memory.track
+
+
+def sync_meta(t: NeuronTensor) -> None:
+    """After an op changed the host data's metadata in place (set_, resize_, t_, an ``out=`` resized), give the
+    wrapper the same shape, strides and offset: the wrapper's own metadata is fixed at creation."""
+    inner = t._data
+    if t.size() != inner.size() or t.stride() != inner.stride() or t.storage_offset() != inner.storage_offset():
+        _DATA.__set__(t, wrap(inner, t._core))
 
 
 def wrap(data: torch.Tensor, core: int) -> NeuronTensor:

@@ -14,11 +14,14 @@ from neuron_backend.config import CONFIG
 
 @pytest.fixture(autouse=True)
 def _restore_device_settings():
-    saved = (CONFIG.autocast_matmul, CONFIG.cpu_fallback, CONFIG.profile, CONFIG.memory_per_core)
+    saved = (CONFIG.autocast_matmul, CONFIG.cpu_fallback, CONFIG.profile, CONFIG.memory_per_core,
+             CONFIG.complex_decompose, CONFIG.fallback_only_for_unimplemented)
     yield
+    neuron_backend.set_profile(saved[2])
     neuron_backend.set_numerics(saved[0])
     neuron_backend.set_cpu_fallback(saved[1])
-    neuron_backend.set_profile(saved[2])
+    neuron_backend.set_complex_decompose(saved[4])
+    neuron_backend.set_fallback_only_for_unimplemented(saved[5])
     CONFIG.memory_per_core = saved[3]
     neuron_backend.reset_fallback_ops()
 

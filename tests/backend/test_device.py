@@ -4,6 +4,8 @@ mixed-device errors, host syncs, and the settings/info API the harness reads.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -14,7 +16,8 @@ from neuron_backend import registration
 def test_registered_as_privateuse1(dev):
     assert neuron_backend.SIMULATED is True
     assert torch._C._get_privateuse1_backend_name() == "neuron"
-    assert torch.neuron.is_available() and torch.neuron.device_count() == 2
+    # trn2 default: 8 NeuronCore-v3 per chip grouped LNC=2 -> 4 logical NeuronCores (profile hardware)
+    assert torch.neuron.is_available() and torch.neuron.device_count() == 4
     assert torch.device("neuron:1").index == 1
     assert registration.register() is True  # idempotent
 
@@ -30,7 +33,7 @@ def test_device_module_api(dev):
     b = torch.randn(4, device="neuron")
     assert torch.equal(a.cpu(), b.cpu())
     free, total = torch.neuron.mem_get_info()
-    assert total == 16 * (1 << 30) and 0 < free <= total
+    assert total == 24 * (1 << 30) and 0 < free <= total  # 96 GiB per Trn2 chip / 4 logical cores
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         torch.neuron.set_device(7)
 
@@ -118,8 +121,10 @@ def test_numpy_refused_like_cuda(dev):
 def test_device_info_and_switches(dev):
     info = neuron_backend.device_info()
     assert info["name"] == "neuron" and info["simulated"] is True
-    assert info["profile"] == "torchneuron" and info["cores"] == 2
-    assert info["memory_per_core"] == 16 * (1 << 30) and info["backend_version"]
+    assert info["profile"] == "trn2" and info["cores"] == 4 and info["lnc"] == 2
+    assert (info["generation"], info["neuroncore"]) == ("Trn2", "NeuronCore-v3")
+    assert info["memory_per_core"] == 24 * (1 << 30) and info["backend_version"]
+    assert info["cpu_fallback"] is True and info["strict"] is False and info["complex_decompose"] is True
     assert info["policy"] == neuron_backend.numerics_policy() == "bf16_matmul"
     neuron_backend.set_numerics(False)
     assert neuron_backend.numerics_policy() == "fp32"
@@ -138,6 +143,48 @@ def test_env_config_is_validated(monkeypatch):
     monkeypatch.setenv("NEURON_CPU_FALLBACK", "maybe")
     with pytest.raises(ValueError, match="NEURON_CPU_FALLBACK"):
         config.load()
+    monkeypatch.delenv("NEURON_CPU_FALLBACK")
+    monkeypatch.setenv("NEURON_PROFILE", "no-such-profile")
+    with pytest.raises(ValueError, match="unknown profile"):
+        config.load()
+
+
+@pytest.mark.parametrize(("profile", "lnc", "cores", "gib"), [
+    ("trn2", "", 4, 24), ("trn2", "1", 8, 12), ("trn3", "", 4, 36), ("trn3", "1", 8, 18)])
+def test_hardware_per_generation_and_lnc(monkeypatch, profile, lnc, cores, gib):
+    # Trn2: 8 x NC-v3, 96 GiB per chip; Trn3: 8 x NC-v4, 144 GiB per chip (sources in the profiles' hardware entry).
+    from neuron_backend import config
+
+    for name in ("NEURON_CORES", "NEURON_MEMORY_GB"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NEURON_PROFILE", profile)
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", lnc)
+    cfg = config.load()
+    assert (cfg.cores, cfg.memory_per_core) == (cores, gib << 30)
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "3")
+    with pytest.raises(ValueError, match="LNC degree must divide"):
+        config.load()
+
+
+def test_strict_and_real_env_names(monkeypatch):
+    from neuron_backend import config
+
+    for name in ("NEURON_CPU_FALLBACK", "NEURON_STRICT", "TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS",
+                 "TORCH_NEURONX_COMPLEX_DECOMPOSE", "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"):
+        monkeypatch.delenv(name, raising=False)
+    cfg = config.load()
+    assert cfg.cpu_fallback and not cfg.fallback_only_for_unimplemented
+    assert cfg.complex_decompose and cfg.disable_fallback_execution
+    monkeypatch.setenv("NEURON_STRICT", "1")
+    assert config.load().cpu_fallback is False
+    monkeypatch.delenv("NEURON_STRICT")
+    monkeypatch.setenv("NEURON_CPU_FALLBACK", "0")
+    monkeypatch.setenv("TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS", "1")
+    monkeypatch.setenv("TORCH_NEURONX_COMPLEX_DECOMPOSE", "0")
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
+    cfg = config.load()
+    assert not cfg.cpu_fallback and cfg.fallback_only_for_unimplemented
+    assert not cfg.complex_decompose and not cfg.disable_fallback_execution
 
 
 def test_never_shadows_a_real_torch_neuronx(monkeypatch):
@@ -156,7 +203,8 @@ def test_a_fresh_process_registers_and_reports(tmp_path):
 
     code = ("import torch, neuron_backend as nb; x = torch.ones(2, device='neuron:1');"
             "print(nb.SIMULATED, x.device, nb.device_info()['cores'], nb.numerics_policy())")
-    env = {"NEURON_CORES": "3", "NEURON_AUTOCAST_MATMUL": "0", "PATH": "/usr/bin:/bin"}
+    env = {"NEURON_CORES": "3", "NEURON_AUTOCAST_MATMUL": "0", "PATH": "/usr/bin:/bin",
+           "PYTHONPATH": str(Path(neuron_backend.__file__).parents[1])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -50,11 +50,15 @@ def test_widening_casts_back_only_outputs_of_the_wide_dtype():
     assert values.tolist() == [1] and indices.tolist() == [1]
 
 
-def test_complex_multiply_backward_through_the_fallback_matches_the_cpu(dev):
+@pytest.mark.parametrize("decompose", [True, False])
+def test_complex_multiply_backward_matches_the_cpu(dev, decompose):
     # Complex mul's backward is grad * other.conj(): a lazy conjugate view. Host kernels run inside
     # __torch_dispatch__ without the Conjugate key, so an unmaterialized bit was dropped and the gradient came back
     # with real and imaginary parts swapped/sign-flipped (Llama4's rotary embedding, train check, cosine 0.93).
+    # Decomposed (TORCH_NEURONX_COMPLEX_DECOMPOSE=1, default) the complex ops run on the device; otherwise they fall
+    # back to the CPU. Both must match.
     neuron_backend.set_cpu_fallback(True)
+    neuron_backend.set_complex_decompose(decompose)
     torch.manual_seed(0)
     a, b = torch.randn(4, 2), torch.randn(4, 2)
 
@@ -69,7 +73,8 @@ def test_complex_multiply_backward_through_the_fallback_matches_the_cpu(dev):
         got = grad_on(dev)
     # fp32 on both sides, same host kernels: equal up to summation order (1e-6 relative).
     torch.testing.assert_close(got, grad_on("cpu"), rtol=1e-6, atol=1e-6)
-    assert "aten::_conj (ComplexFloat)" in neuron_backend.fallback_ops()
+    complex_fallbacks = [e for e in neuron_backend.fallback_ops() if "Complex" in e]
+    assert (complex_fallbacks == []) if decompose else ("aten::mul (ComplexFloat)" in complex_fallbacks)
 
 
 def test_lazy_conjugate_and_negative_views_carry_their_values_on_the_device(dev, exact_numerics):
@@ -84,3 +89,75 @@ def test_lazy_conjugate_and_negative_views_carry_their_values_on_the_device(dev,
         conj = torch.ops.aten._conj(c.to(dev))  # complex: through the fallback
         prod = (c.to(dev) * conj).cpu()
     assert torch.equal(prod, c * c.conj())  # |c|^2: 5 and 25, imaginary parts exactly 0
+
+
+def test_fallback_is_on_by_default_and_warns_once_per_op(dev):
+    # The vendor's default: "Unsupported ops fall back to CPU by default" (AWS Neuron docs,
+    # torch/reference/best-practices-pytorch-neuron); one warning per op however many dtypes fall back.
+    from neuron_backend.config import load
+
+    assert load().cpu_fallback is True
+    neuron_backend.clear_op_tracking()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.histc(torch.tensor([0, 1, 1], dtype=torch.int32).to(dev), bins=2, min=0, max=1)
+        torch.histc(torch.tensor([0, 1, 1], dtype=torch.int16).to(dev), bins=2, min=0, max=1)
+    assert [str(w.message).split("'")[1] for w in caught if "fell back" in str(w.message)] == ["aten::histc"]
+    assert neuron_backend.fallback_ops() == ["aten::histc (Int)", "aten::histc (Short)"]
+    # torch-neuronx's names for the record: op names only, and the ops that ran on the device.
+    assert neuron_backend.get_fallback_ops() == ["aten::histc"]
+    torch.ones(2, device=dev).add(1)
+    assert "aten::add" in neuron_backend.get_executed_ops()
+    neuron_backend.clear_op_tracking()
+    assert neuron_backend.get_fallback_ops() == [] and neuron_backend.get_executed_ops() == []
+
+
+def test_strict_mode_falls_back_nothing_and_names_the_op(dev):
+    neuron_backend.set_strict(True)
+    probs = torch.tensor([[0.2, 0.8]], device=dev)
+    with pytest.raises(neuron_backend.NeuronUnsupportedOpError) as info:
+        torch.multinomial(probs, 1)
+    assert info.value.op == "aten::multinomial" and neuron_backend.fallback_ops() == []
+    neuron_backend.set_strict(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = torch.multinomial(probs, 1)  # sampling generate's op runs by default
+    assert got.device == dev and got.cpu().item() in (0, 1)
+    assert neuron_backend.get_fallback_ops() == ["aten::multinomial"]
+
+
+def test_the_api_never_installs_a_torch_neuronx_module():
+    import sys
+
+    assert "torch_neuronx" not in sys.modules  # aliases live on neuron_backend; a real install is never shadowed
+
+
+@pytest.fixture
+def failing_cumsum(monkeypatch):
+    """The active profile with a known issue saying aten::cumsum's device kernel fails at execution."""
+    import dataclasses
+
+    from neuron_backend import profiles
+    from neuron_backend.config import CONFIG
+
+    issue = profiles.KnownIssue(op="aten::cumsum", reason="test: the kernel fails", source="this test")
+    patched = dataclasses.replace(profiles.load(CONFIG.profile), kernel_failures={"aten::cumsum": issue})
+    monkeypatch.setattr(profiles, "load", lambda name: patched)
+    neuron_backend.clear_op_tracking()  # drops cached decisions
+
+
+def test_a_failing_kernel_is_retried_on_the_cpu_unless_told_not_to(dev, failing_cumsum):
+    # torch-neuronx re-runs a native op whose kernel fails on the CPU unless
+    # TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1 (docs/environment_variables.md, pre-beta source).
+    x = torch.arange(4.0, device=dev)
+    with pytest.warns(UserWarning, match="aten::cumsum' fell back to CPU .kernel failed"):
+        got = torch.cumsum(x, 0)
+    assert got.cpu().tolist() == [0.0, 1.0, 3.0, 6.0]
+    assert neuron_backend.fallback_reasons()["aten::cumsum (Float)"].startswith("kernel failed: test: the kernel")
+    neuron_backend.set_fallback_only_for_unimplemented(True)
+    with pytest.raises(neuron_backend.NeuronUnsupportedOpError, match="the kernel fails"):
+        torch.cumsum(x, 0)
+    neuron_backend.set_fallback_only_for_unimplemented(False)
+    neuron_backend.set_strict(True)
+    with pytest.raises(neuron_backend.NeuronUnsupportedOpError, match="the kernel fails"):
+        torch.cumsum(x, 0)

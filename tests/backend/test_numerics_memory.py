@@ -72,7 +72,7 @@ def test_memory_is_per_core_and_peak_resets(dev):
 
 def test_oom_raises_torch_oom_before_allocating(dev):
     with pytest.raises(torch.OutOfMemoryError, match="neuron:0 out of memory"):
-        torch.empty(5 * (1 << 30), device="neuron")  # 20 GiB > 16 GiB per core
+        torch.empty(7 * (1 << 30), device="neuron")  # 28 GiB > 24 GiB per logical core (Trn2, LNC=2)
 
 
 def test_oom_on_computed_results_under_small_capacity(dev):
@@ -81,7 +81,7 @@ def test_oom_on_computed_results_under_small_capacity(dev):
     with pytest.raises(torch.OutOfMemoryError, match="total capacity"):
         torch.cat([x, x])  # another 1 MiB does not
     free, total = torch.neuron.mem_get_info(0)
-    assert free == total - torch.neuron.memory_allocated(0)
+    assert free == total - torch.neuron.memory_reserved(0)
 
 
 def test_peak_and_capacity_exact_while_temporaries_die_between_allocations(dev):
@@ -98,3 +98,77 @@ def test_peak_and_capacity_exact_while_temporaries_die_between_allocations(dev):
         t = t + 1  # fits only if each dead predecessor is released before the capacity check
     del t
     assert torch.neuron.memory_allocated(0) == base
+
+
+def test_allocator_rounds_requests_to_documented_size_classes():
+    # guidelines-memory-management: < 1 MB small pool, >= 1 MB large pool; < 16 MB rounded up to a size class
+    # (>= 256 B; classes modelled as powers of two, an assumption), >= 16 MB not rounded.
+    from neuron_backend import memory
+
+    assert [memory.block_size(n) for n in (1, 256, 257, 4096, 5000)] == [256, 256, 512, 4096, 8192]
+    assert memory.block_size(9 << 20) == 16 << 20 and memory.block_size((16 << 20) + 3) == (16 << 20) + 3
+    assert (memory.pool_of((1 << 20) - 1), memory.pool_of(1 << 20)) == ("small", "large")
+
+
+def test_reserved_covers_allocated_and_caches_freed_blocks(dev):
+    torch.neuron.empty_cache()
+    base_alloc, base_res = torch.neuron.memory_allocated(2), torch.neuron.memory_reserved(2)
+    x = torch.empty(1000, device="neuron:2")  # 4000 B requested -> a 4096 B block
+    assert torch.neuron.memory_allocated(2) == base_alloc + 4096
+    assert torch.neuron.memory_reserved(2) == base_res + 4096
+    del x
+    assert torch.neuron.memory_allocated(2) == base_alloc
+    assert torch.neuron.memory_reserved(2) == base_res + 4096  # the freed block stays cached
+    y = torch.empty(900, device="neuron:2")  # same size class: reuses the cached block
+    assert torch.neuron.memory_reserved(2) == base_res + 4096
+    del y
+    torch.neuron.empty_cache()
+    assert torch.neuron.memory_reserved(2) == base_res
+    assert torch.neuron.memory_reserved(2) >= torch.neuron.memory_allocated(2)
+
+
+def test_cached_blocks_are_released_before_an_out_of_memory(dev):
+    torch.neuron.empty_cache()
+    base = torch.neuron.memory_reserved(3)
+    CONFIG.memory_per_core = base + (5 << 19)  # 2.5 MiB of room (restored by conftest)
+    a = torch.empty(1 << 19, device="neuron:3")  # 2 MiB block
+    del a
+    b = torch.empty(1 << 18, device="neuron:3")  # 1 MiB block: cache (2 MiB) + 1 MiB would not fit, so it is released
+    assert torch.neuron.memory_reserved(3) == base + (1 << 20)
+    del b
+
+
+def test_concurrent_loads_keep_the_bookkeeping_consistent(dev):
+    # Transformers loads weights from several threads; the bookkeeping dict was walked without a lock and loads
+    # failed at random with "dictionary changed size during iteration". A tiny switch interval makes the threads
+    # interleave inside the walk (without the lock this fails on every run here).
+    import sys
+    import threading
+
+    errors: list[BaseException] = []
+    base = torch.neuron.memory_allocated(1)
+
+    def load() -> None:
+        try:
+            keep = []
+            for i in range(300):
+                keep.append(torch.ones(64).to("neuron:1"))  # 256 B block each
+                if i % 3 == 0:
+                    keep.pop(0)
+                if i % 7 == 0:
+                    torch.neuron.memory_allocated(1)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=load) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == []
+    assert torch.neuron.memory_allocated(1) == base  # every thread's tensors died: counts back to the start
