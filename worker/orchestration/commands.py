@@ -125,7 +125,8 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
                   f"({percent(cov.native, n)}), failing {cov.failing}" + (f"; profile {profile}" if profile else ""),
                   highlight=False, soft_wrap=True)
     if run.state not in (None, "complete"):
-        console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False)
+        console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False,
+                      soft_wrap=True)
     if json_path:
         console.print(f"report: {json_path}")
     if baseline:
@@ -203,8 +204,8 @@ def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list
 
 def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
     verdict = regression_gate(Store(), run_id, device, baseline, fail_on_regression)
-    for line in verdict.lines:
-        console.print(line, highlight=False, markup=False)
+    for line in verdict.lines:  # never wrapped: one regression per line, for a CI log's grep
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     return verdict.code
 
 

@@ -20,6 +20,7 @@ from compat.results import ArchitectureEntry
 from compat.settings import get_settings
 from worker.catalog.catalog import Catalog, write_snapshot
 from worker.orchestration.cli import app
+from worker.orchestration.console import console
 from worker.orchestration.serve import create_app
 
 A, B, C, D, E = ("LlamaForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel", "MistralForCausalLM",
@@ -47,6 +48,8 @@ def store_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                  "COMPAT_RUN_HOOK": "fake_runner:run", "FAKE_RUNNER_PLAN": str(tmp_path / "plan.json"),
                  "COMPAT_DEVICE": "cpu", "COLUMNS": "200"}.items():
         monkeypatch.setenv(k, v)
+    # The CLI's console took its width when first imported (another test's terminal): give it the wide one.
+    monkeypatch.setattr(console, "width", 200)
     get_settings.cache_clear()
     yield tmp_path
     get_settings.cache_clear()
@@ -74,7 +77,8 @@ def test_cli_api_and_pages_read_the_same_numbers(store_env: Path) -> None:
     caption = " ".join(second.split())  # rich wraps the table's caption
     counted = re.search(r"(\d+) architectures: (\d+) supported natively, (\d+) with CPU fallback", caption)
     assert f"({share} supported;" in caption
-    gate = re.search(r"run (\w+) vs baseline (\w+): (\d+) regression\(s\) in (\d+) architecture\(s\), (\d+) fix", second)
+    gate = re.search(r"run (\w+) vs baseline (\w+): (\d+) regression\(s\) in (\d+) architecture\(s\), (\d+) fix",
+                     caption)
     run2, run1 = gate.group(1), gate.group(2)
     cli_regressed_checks, cli_regressed_archs, cli_fixes = (int(gate.group(i)) for i in (3, 4, 5))
     assert "selection of 1 architecture(s), not the headline" in selection
