@@ -23,16 +23,15 @@ class NeuronUnsupportedOpError(RuntimeError):
     def _message(self) -> str:
         dt = ", ".join(self.dtypes) or "none"
         sh = ", ".join(str(list(s)) for s in self.shapes) or "none"
-        head = (
-            f"The operator '{self.op}' is not currently implemented for the neuron device"
-            if self.kind == "op"
-            else f"The operator '{self.op}' is not supported on the neuron device for dtype(s) ({dt})"
-        )
+        head = {
+            "op": f"The operator '{self.op}' is not currently implemented for the neuron device",
+            "dtype": f"The operator '{self.op}' is not supported on the neuron device for dtype(s) ({dt})",
+            "kernel": f"The neuron kernel of '{self.op}' failed for these inputs",
+        }[self.kind]
+        # No "set NEURON_CPU_FALLBACK=1" hint: fallback is the default, so the reason says why it did not apply
+        # (strict mode, a rejected dtype, a kernel failure the real device does not retry on the CPU).
         why = f" ({self.reason})" if self.reason else ""
-        return (
-            f"{head}{why}. Input dtypes: ({dt}); input shapes: ({sh}). "
-            "Set NEURON_CPU_FALLBACK=1 to run it on the CPU instead (slower)."
-        )
+        return f"{head}{why}. Input dtypes: ({dt}); input shapes: ({sh})."
 
     def __reduce__(self):  # picklable across the harness' process pool
         return (type(self), (self.op, self.dtypes, self.shapes, self.reason))
@@ -42,3 +41,10 @@ class NeuronUnsupportedDtypeError(NeuronUnsupportedOpError):
     """The op exists on the device, but not for these input dtypes (e.g. float64, complex, histc on Long)."""
 
     kind = "dtype"
+
+
+class NeuronKernelError(NeuronUnsupportedOpError):
+    """A native kernel that fails at execution for these inputs: a known issue of the profile (retried on the CPU
+    unless the real device raises before any fallback, or TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1)."""
+
+    kind = "kernel"

@@ -27,8 +27,7 @@ _COMPLEX = (torch.complex64, torch.complex128, torch.complex32)
 _decomposing: set = set()
 # (op, dtypes) -> (error class, reason) for rejected keys, so the error raised later carries the decision's reason.
 _rejections: dict[tuple, tuple[type[NeuronUnsupportedOpError], str]] = {}
-# The device's kernel error when it defines one (errors.py), else the op error; both name op, dtypes and shapes.
-KernelError: type[NeuronUnsupportedOpError] = getattr(errors, "NeuronKernelError", NeuronUnsupportedOpError)
+KernelError = errors.NeuronKernelError
 
 
 class NeuronKernelValueError(KernelError, ValueError):

@@ -98,6 +98,11 @@ def _torchneuron(name: str, docs: dict, src: dict) -> dict:
     for op in sorted(others):
         if op not in ops:
             ops[op] = {"class": "composite", "dtypes": "any", "source": "pytorch-dispatcher"}
+    for op, where in src["untracked_views"].items():
+        if _exists(op) and ops.get(op, {}).get("class") != "native":
+            ops[op] = {"class": "native", "dtypes": "any", "source": "src-view-whitelist", "where": [where],
+                       "note": "view the boxed fallback runs without a warning and without tracking it in "
+                               "get_fallback_ops() (VIEW_OPS_WHITELIST): metadata only, not a CPU fallback"}
     for op, where in src["cpu_fallback"].items():
         ops[op] = {"class": "cpu_fallback", "source": "src-cpu-fallback-registrations", "where": [where]}
     for op, entry in rules.NATIVE_DTYPE_DECISIONS.items():

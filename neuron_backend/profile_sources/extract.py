@@ -66,6 +66,12 @@ def extract(mirror: str) -> dict:
     end = text.index("\n}", start)
     for m in _CPP_IMPL.finditer(text, start, end):
         add(native, m.group(1), cpp, _line(text, m.start()))
+    # Views the boxed CPU fallback runs without a warning and without tracking them in get_fallback_ops()
+    # (neuron_cpu_fallback skips markFallbackLogged for VIEW_OPS_WHITELIST): metadata-only on the device.
+    start = text.index("VIEW_OPS_WHITELIST = {")
+    end = text.index("};", start)
+    untracked_views = {"aten::" + m.group(1): f"{cpp}:{_line(text, m.start())}"
+                       for m in _ATEN_STR.finditer(text, start, end)}
     fb_path = "torch_neuronx/python_ops/cpu_fallback_registrations.py"
     text = _git(mirror, "show", f"HEAD:{fb_path}")
     cpu_fallback = {"aten::" + m.group(1): f"{fb_path}:{_line(text, m.start())}" for m in _CPU_FALLBACK.finditer(text)}
@@ -78,6 +84,7 @@ def extract(mirror: str) -> dict:
                 "finalize_registrations; csrc/core/NeuronBindings.cpp TORCH_LIBRARY_IMPL(aten, PrivateUse1)).",
         "native": {k: sorted(set(v)) for k, v in sorted(native.items())},
         "cpu_fallback": dict(sorted(cpu_fallback.items())),
+        "untracked_views": dict(sorted(untracked_views.items())),
         "present_not_registered": {k: sorted(set(v)) for k, v in sorted(unregistered.items()) if k not in native},
         "present_not_registered_note": "Defined under python_ops/legacy or python_ops/jax, which "
                                        "auto_registration.py discover_all_implementations skips "

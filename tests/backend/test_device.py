@@ -128,7 +128,7 @@ def test_device_info_and_switches(dev):
     assert info["policy"] == neuron_backend.numerics_policy() == "bf16_matmul"
     neuron_backend.set_numerics(False)
     assert neuron_backend.numerics_policy() == "fp32"
-    with pytest.raises(ValueError, match="unknown profile"):
+    with pytest.raises(ValueError, match="unknown NEURON_PROFILE"):
         neuron_backend.set_profile("no-such-profile")
 
 
@@ -145,7 +145,7 @@ def test_env_config_is_validated(monkeypatch):
         config.load()
     monkeypatch.delenv("NEURON_CPU_FALLBACK")
     monkeypatch.setenv("NEURON_PROFILE", "no-such-profile")
-    with pytest.raises(ValueError, match="unknown profile"):
+    with pytest.raises(ValueError, match="unknown NEURON_PROFILE"):
         config.load()
 
 
