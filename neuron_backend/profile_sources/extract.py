@@ -17,6 +17,7 @@ REPO = "parmoham-aws/test-repo-parmoham"
 
 _NEURON_OP = re.compile(r'^\s*@neuron(?:_\w+)?_op\(\s*"aten::([\w.]+)"', re.M)
 _REGISTER_ATEN = re.compile(r"register_aten\(\s*\[([^\]]*)\]", re.S)
+_REGISTER_ONE = re.compile(r'register_aten\(\s*"aten::([\w.]+)"')  # the single-op form
 _ATEN_STR = re.compile(r'"aten::([\w.]+)"')
 _LIB_IMPL = re.compile(r'aten_lib\.impl\(\s*"([\w.]+)",\s*[\w.]+,\s*"PrivateUse1"', re.S)
 _CPP_IMPL = re.compile(r'^\s*m\.impl\("([\w.]+)"', re.M)
@@ -57,6 +58,8 @@ def extract(mirror: str) -> dict:
                 continue
             for s in _ATEN_STR.finditer(m.group(1)):
                 add(target, s.group(1), path, _line(text, m.start()))
+        for m in _REGISTER_ONE.finditer(text):
+            add(target, m.group(1), path, _line(text, m.start()))
         if path == "torch_neuronx/python_ops/__init__.py":
             for m in _LIB_IMPL.finditer(text):
                 add(native, m.group(1), path, _line(text, m.start()))
