@@ -47,11 +47,20 @@ class Check(StrEnum):
     GENERATE = "generate"
     TRAIN = "train"
     COMPILE = "compile"
+    LORA = "lora"  # peft LoRA on the attention projections, one AdamW step
+    SFT = "sft"  # trl SFTTrainer, two steps
+    FSDP = "fsdp"  # FSDP2 fully_shard over 2 ranks, one step
+    TP = "tp"  # Transformers' tp_plan="auto" over 2 ranks, forward
 
 
-# compile is opt-in: it costs far more than the other four together.
+# compile is opt-in: it costs far more than the other four together. So are the fine-tuning checks (issue 14).
 DEFAULT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE, Check.TRAIN)
-ALL_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, Check.COMPILE)
+FINETUNE_CHECKS: tuple[Check, ...] = (Check.LORA, Check.SFT, Check.FSDP, Check.TP)
+# Checks run by a 2-rank process group (worker/run/group.py) rather than in the architecture's own process.
+DISTRIBUTED_CHECKS: tuple[Check, ...] = (Check.FSDP, Check.TP)
+ALL_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, Check.COMPILE, *FINETUNE_CHECKS)
+# The nightly sweep: the default checks plus the fine-tuning ones (compile stays opt-in, as before).
+NIGHTLY_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, *FINETUNE_CHECKS)
 # An architecture is *supported* on a device when these pass.
 SUPPORT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE)
 
@@ -169,6 +178,36 @@ def is_supported(results: Iterable[ResultRecord]) -> bool:
     """Supported = every SUPPORT_CHECK present and passed (a pass with fallback still counts)."""
     by_check = {r.check: r.status for r in results}
     return all(by_check.get(c) == Status.PASS for c in SUPPORT_CHECKS)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A check's own headline, e.g. "fine-tunes with LoRA: 93% (120 of 129)"; never part of "supported"."""
+
+    label: str
+    passed: int  # architectures whose record for the check passed
+    total: int  # architectures with a record for the check (the same base as "supported": every one in the run)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.passed / self.total if self.total else 0.0
+
+    def text(self) -> str:
+        return f"{self.label}: {self.percent:.0f}% ({self.passed} of {self.total})"
+
+
+HEADLINE_LABELS: dict[Check, str] = {Check.LORA: "fine-tunes with LoRA"}
+
+
+def check_headline(records: Iterable[ResultRecord], check: Check = Check.LORA) -> Headline | None:
+    """The headline of one opt-in check (default: "fine-tunes with LoRA: N%"), or None when no record has it.
+
+    Kept apart from ``is_supported`` on purpose: supported stays load+forward+generate (issue 14)."""
+    status = {r.architecture: r.status for r in records if r.check == check}
+    if not status:
+        return None
+    label = HEADLINE_LABELS.get(check, f"passes {check}")
+    return Headline(label, sum(1 for s in status.values() if s == Status.PASS), len(status))
 
 
 def used_fallback(results: Iterable[ResultRecord]) -> bool:

@@ -1,0 +1,125 @@
+"""Launch the 2-rank process group of the fsdp/tp checks from the architecture's own (pool) process, and stop it.
+
+Ranks rendezvous through a FileStore in a scratch directory (no port to choose, none left bound), each in its own
+session so one kill reaches its descendants; a rank that fails or dies stops the group, a deadline stops it too,
+and every rank is dead and reaped when ``run_group`` returns. Each rank's output is kept for the records' log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import worker
+
+WORLD = 2
+REPO = Path(worker.__file__).resolve().parents[1]
+# After one rank fails, how long its peer gets to reach the same error and save it before it is killed.
+PEER_GRACE_S = 5.0
+POLL_S = 0.05
+
+
+@dataclass
+class GroupRun:
+    """What a group left: each rank's exit code (negative: killed by that signal), log and saved results."""
+
+    returncodes: list[int]
+    logs: list[str]
+    results: list[dict[str, dict[str, Any]]]  # rank -> check -> its saved result
+    pids: list[int]
+    timed_out: bool = False
+    duration_s: float = 0.0
+    killed: list[int] = field(default_factory=list)  # ranks the launcher had to kill
+
+    def describe(self) -> str:
+        return "\n".join(f"--- rank {r} (exit {c}) ---\n{log[-6000:]}"
+                         for r, (c, log) in enumerate(zip(self.returncodes, self.logs, strict=True)))
+
+
+def rank_env(rank: int, device: str) -> dict[str, str]:
+    """torchrun's variables for ``rank`` of a 2-process job on this host; this checkout first on the path."""
+    env = dict(os.environ)
+    env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(WORLD),
+                "LOCAL_WORLD_SIZE": str(WORLD), "OMP_NUM_THREADS": "1",
+                "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])})
+    env.pop("ACCELERATE_TORCH_DEVICE", None)
+    return env
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the rank's whole session (its own children too)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_group(architecture: str, path: Path, device: str, checks: list[str], inputs: dict[str, torch.Tensor], *,
+              seed: int, deadline_s: float, group_timeout_s: float, on_start: Any = None) -> GroupRun:
+    """Run ``checks`` (fsdp, tp) for the checkpoint at ``path`` on two ranks of ``device``; never leaves a rank.
+
+    ``on_start(procs)`` is called once both ranks are started (tests use it to kill one)."""
+    scratch = Path(tempfile.mkdtemp(prefix="compat-group-"))
+    procs: list[subprocess.Popen] = []
+    logs = [scratch / f"rank{r}.log" for r in range(WORLD)]
+    killed: list[int] = []
+    timed_out = False
+    t0 = time.monotonic()
+    try:
+        torch.save(inputs, scratch / "inputs.pt")
+        spec = {"architecture": architecture, "path": str(path), "device": device, "checks": checks,
+                "seed": seed, "out_dir": str(scratch), "inputs": str(scratch / "inputs.pt"),
+                "store": str(scratch / "store"), "group_timeout_s": group_timeout_s}
+        (scratch / "spec.json").write_text(json.dumps(spec))
+        for rank in range(WORLD):
+            with open(logs[rank], "wb") as log:
+                procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "worker.run.ranks", str(scratch / "spec.json")],
+                    env=rank_env(rank, device), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, start_new_session=True))
+        if on_start is not None:
+            on_start(procs)
+        end = t0 + deadline_s
+        failed_at: float | None = None
+        while any(p.poll() is None for p in procs):
+            now = time.monotonic()
+            if now > end:
+                timed_out = True
+                break
+            if failed_at is None and any(p.returncode not in (None, 0) for p in procs):
+                failed_at = now  # one rank is gone: its peer cannot finish a collective with it
+            if failed_at is not None and now - failed_at > PEER_GRACE_S:
+                break
+            time.sleep(POLL_S)
+    finally:
+        for rank, proc in enumerate(procs):
+            if proc.poll() is None:
+                killed.append(rank)
+            _kill(proc)  # also reaches anything a finished rank left in its session
+            proc.wait()
+        results = [{c: _load(scratch / f"rank{r}-{c}.pt") for c in checks} for r in range(WORLD)]
+        texts = [p.read_text(errors="replace") if p.exists() else "" for p in logs]
+        shutil.rmtree(scratch, ignore_errors=True)  # the FileStore goes with it
+    return GroupRun(returncodes=[p.returncode for p in procs], logs=texts,
+                    results=[{c: v for c, v in r.items() if v is not None} for r in results],
+                    pids=[p.pid for p in procs], timed_out=timed_out, duration_s=time.monotonic() - t0,
+                    killed=killed)
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception:  # noqa: BLE001 - a rank killed mid-write leaves a torn file: no result
+        return None
