@@ -121,7 +121,8 @@ def distributed_record(ctx: CheckContext, check: Check) -> ResultRecord:
     if check == Check.TP and (why := no_tp_plan_reason(ctx.ref.model)):
         return ResultRecord(**base, status=Status.SKIPPED, reason=why)
     run = ctx.cache.get("group")
-    if run is None or not any(str(check) in r for r in run.results):
+    launched = run is None or not any(str(check) in r for r in run.results)
+    if launched:
         todo = [c for c in ctx.checks if c in DISTRIBUTED_CHECKS and ctx.checks.index(c) >= ctx.checks.index(check)
                 and not (c == Check.TP and no_tp_plan_reason(ctx.ref.model))]
         try:
@@ -135,5 +136,12 @@ def distributed_record(ctx: CheckContext, check: Check) -> ResultRecord:
         fields = group_verdict(run, check, ctx.ref)
     except ReferenceFailure as exc:
         return ResultRecord(**base, status=Status.REFERENCE_FAIL, reason=str(exc)[:500])
-    seconds = fields["metrics"].get("rank_seconds") or [time.perf_counter() - t0]
-    return ResultRecord(**base, duration_s=max(seconds), **fields)
+    # The check's cost: its own time on the slower rank; the check that launched the group also carries the
+    # group's start-up (processes, imports, rendezvous) and teardown.
+    own = max(fields["metrics"].get("rank_seconds") or [0.0])
+    if launched:
+        others = sum(max((r[c]["duration_s"] for r in run.results if c in r), default=0.0)
+                     for c in {c for r in run.results for c in r} - {str(check)})
+        own = max(own, run.duration_s - others)
+    fields["metrics"]["group_wall_s"] = run.duration_s
+    return ResultRecord(**base, duration_s=own, **fields)
