@@ -3,6 +3,8 @@
 Ranks rendezvous through a FileStore in a scratch directory (no port to choose, none left bound), each in its own
 session so one kill reaches its descendants; a rank that fails or dies stops the group, a deadline stops it too,
 and every rank is dead and reaped when ``run_group`` returns. Each rank's output is kept for the records' log.
+Ranks are fresh interpreters, as torchrun starts them: ranks forked from the warm architecture process were tried
+and hung in the fsdp step (cause not established; OpenMP/autograd state copied by fork is the usual suspect).
 """
 
 from __future__ import annotations

@@ -31,6 +31,11 @@ LORA_TARGETS: dict[str, list[str]] = {
     "rwkv": ["key", "value", "receptance", "output"],
 }
 
+# Leaf names Transformers 5 fuses at load (gate_proj + up_proj -> gate_up_proj, transformers/conversion_mapping.py):
+# peft refuses to adapt one without the other ("Cannot convert PEFT target(s) gate_proj without also targeting
+# up_proj because they are fused into gate_up_proj", seen on AfmoeForCausalLM, whose attention has a gate_proj),
+# and they are MLP names anyway: never an attention target.
+_MLP_LEAVES = frozenset({"gate_proj", "up_proj", "down_proj", "gate_up_proj"})
 _ATTENTION_CLASS = re.compile(r"attention|attn|selfattn|mixer", re.I)
 _ATTENTION_PATH = re.compile(r"(^|\.)(self_attn|attn|attention|self_attention|mixer|attn_layer)(\.|$)", re.I)
 
@@ -53,7 +58,7 @@ def discover_targets(model: torch.nn.Module) -> Targets:
     classes = {name: type(mod).__name__ for name, mod in model.named_modules()}
     found = []
     for name, mod in model.named_modules():
-        if not name or not _is_linear(mod):
+        if not name or not _is_linear(mod) or name.rpartition(".")[2] in _MLP_LEAVES:
             continue
         parent = name.rpartition(".")[0]
         if _ATTENTION_CLASS.search(classes.get(parent, "")) or _ATTENTION_PATH.search(parent):
