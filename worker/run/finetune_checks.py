@@ -101,9 +101,15 @@ def sft_reference(ctx: CheckContext) -> dict[str, torch.Tensor | None]:
 
 
 def check_sft(ctx: CheckContext) -> judge.Verdict:
-    """trl SFTTrainer, 2 steps with ``use_cpu=False`` on the device; its loss curve against the CPU run's."""
+    """trl SFTTrainer, 2 steps with ``use_cpu=False`` on the device; its loss curve against the CPU run's.
+
+    The device is named to Accelerate (``ACCELERATE_TORCH_DEVICE``); Trainer's own defaults (fused AdamW, pinned
+    DataLoader memory, TRL's Neuron padding) stay, so what a standard SFT script hits on the device is what fails."""
     refs = sft_reference(ctx)
-    got = sft_losses(ctx.ref.path, ctx.ref.inputs, ctx.device.torch_device, seed=ctx.ref.seed, reference=False)
+    # On the cpu device the device's own setting is use_cpu=True (Trainer's way to pick the CPU); with
+    # use_cpu=False Trainer would take any registered accelerator instead.
+    on_cpu = torch.device(ctx.device.torch_device).type == "cpu"
+    got = sft_losses(ctx.ref.path, ctx.ref.inputs, ctx.device.torch_device, seed=ctx.ref.seed, reference=on_cpu)
     verdict = judge.judge_numerics(got, refs["policy"], refs["precise"], ctx.ref.policy, what="loss curve")
     verdict.metrics["losses"] = [float(x) for x in got]
     verdict.metrics["ref_losses"] = [float(x) for x in refs["policy"]]

@@ -67,10 +67,10 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def run_group(architecture: str, path: Path, device: str, checks: list[str], inputs: dict[str, torch.Tensor], *,
-              seed: int, deadline_s: float, group_timeout_s: float, on_start: Any = None) -> GroupRun:
+              seed: int, deadline_s: float, group_timeout_s: float, while_running: Any = None) -> GroupRun:
     """Run ``checks`` (fsdp, tp) for the checkpoint at ``path`` on two ranks of ``device``; never leaves a rank.
 
-    ``on_start(procs)`` is called once both ranks are started (tests use it to kill one)."""
+    ``while_running(procs, scratch)`` is polled while the ranks run (tests use it to kill one mid-check)."""
     scratch = Path(tempfile.mkdtemp(prefix="compat-group-"))
     procs: list[subprocess.Popen] = []
     logs = [scratch / f"rank{r}.log" for r in range(WORLD)]
@@ -89,8 +89,6 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
                     [sys.executable, "-m", "worker.run.ranks", str(scratch / "spec.json")],
                     env=rank_env(rank, device), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, start_new_session=True))
-        if on_start is not None:
-            on_start(procs)
         end = t0 + deadline_s
         failed_at: float | None = None
         while any(p.poll() is None for p in procs):
@@ -102,6 +100,8 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
                 failed_at = now  # one rank is gone: its peer cannot finish a collective with it
             if failed_at is not None and now - failed_at > PEER_GRACE_S:
                 break
+            if while_running is not None:
+                while_running(procs, scratch)
             time.sleep(POLL_S)
     finally:
         for rank, proc in enumerate(procs):
