@@ -199,15 +199,24 @@ class Headline:
 HEADLINE_LABELS: dict[Check, str] = {Check.LORA: "fine-tunes with LoRA"}
 
 
+def headline_label(check: Check | str) -> str | None:
+    """The headline's wording for a check that has its own (lora: "fine-tunes with LoRA"), else None."""
+    return HEADLINE_LABELS.get(Check(check)) if check in {str(c) for c in Check} else None
+
+
+def headline_of(statuses: Iterable[Status | str], check: Check = Check.LORA) -> Headline:
+    """The headline over one status per architecture (its record for ``check``): passed / all of them."""
+    statuses = [str(s) for s in statuses]
+    label = headline_label(check) or f"passes {check}"
+    return Headline(label, sum(1 for s in statuses if s == Status.PASS), len(statuses))
+
+
 def check_headline(records: Iterable[ResultRecord], check: Check = Check.LORA) -> Headline | None:
     """The headline of one opt-in check (default: "fine-tunes with LoRA: N%"), or None when no record has it.
 
     Kept apart from ``is_supported`` on purpose: supported stays load+forward+generate (issue 14)."""
     status = {r.architecture: r.status for r in records if r.check == check}
-    if not status:
-        return None
-    label = HEADLINE_LABELS.get(check, f"passes {check}")
-    return Headline(label, sum(1 for s in status.values() if s == Status.PASS), len(status))
+    return headline_of(status.values(), check) if status else None
 
 
 def used_fallback(results: Iterable[ResultRecord]) -> bool:

@@ -11,8 +11,10 @@ from compat.results import (
     Status,
     arch_verdict,
     blockers,
+    check_headline,
     coverage,
     failure_records,
+    is_supported,
 )
 
 
@@ -80,3 +82,14 @@ def test_failure_records_give_every_check_the_same_verdict_and_extra_fields() ->
     assert [(r.status, r.reason, r.error, r.duration_s) for r in recs] == [
         (Status.TIMEOUT, "soft time limit exceeded", err, 2.5)] * 2
     assert failure_records(entry, "cpu", [], Status.ERROR, "none") == []
+
+
+def test_lora_headline_is_its_own_and_never_part_of_supported() -> None:
+    a = [rec("A", c, "pass") for c in ("load", "forward", "generate")] + [rec("A", "lora", "error")]
+    b = [rec("B", "load", "error"), rec("B", "lora", "pass")]
+    c = [rec("C", "lora", "pass")]
+    head = check_headline(a + b + c)
+    assert (head.label, head.passed, head.total) == ("fine-tunes with LoRA", 2, 3)
+    assert head.text() == "fine-tunes with LoRA: 67% (2 of 3)"
+    assert is_supported(a) and not is_supported(b)  # lora failing or passing changes nothing here
+    assert check_headline(a[:3]) is None  # no lora record, no headline

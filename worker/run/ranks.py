@@ -20,6 +20,9 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+from transformers.distributed import DistributedConfig
 
 from worker.judge.attribution import attribute, collective_of
 from worker.run.devices import process_device
@@ -58,9 +61,6 @@ def _full(t: torch.Tensor) -> torch.Tensor:
 def fsdp_step(path: Path, dev: torch.device, inputs: dict[str, torch.Tensor], rank: int) -> dict[str, Any]:
     """FSDP2: ``fully_shard`` each block Transformers keeps whole (``_no_split_modules``) and then the root, one
     AdamW step on this rank's half of the batch; loss, gathered gradients and gathered parameters after the step."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
-
     model = load_model(path, str(dev))
     mesh = init_device_mesh(dev.type, (WORLD,))
     blocks = set(getattr(model, "_no_split_modules", None) or [])
@@ -89,8 +89,6 @@ def tp_forward(path: Path, dev: torch.device, inputs: dict[str, torch.Tensor]) -
     """Transformers' own tensor parallelism: ``from_pretrained(..., distributed_config=DistributedConfig(
     tp_plan="auto"))`` over the existing group (transformers/distributed/utils.py ``_ensure_torch_distributed``
     keeps an initialized one); forward logits of the whole batch, gathered."""
-    from transformers.distributed import DistributedConfig
-
     model = model_class_for(path).from_pretrained(path, dtype=torch.float32, use_safetensors=True,
                                                   distributed_config=DistributedConfig(tp_plan="auto")).eval()
     first = next(model.parameters())
