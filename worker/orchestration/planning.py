@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Check, RunInfo, Trigger
+from compat.results import NIGHTLY_CHECKS, ArchitectureEntry, Check, RunInfo, Trigger
 from compat.settings import Settings
 from worker.catalog.load import load_catalog
 from worker.orchestration.executors import SweepPlan
@@ -26,8 +26,9 @@ def make_plan(entries: list[ArchitectureEntry], device: Device, checks: list[Che
 
 
 def nightly_plan(settings: Settings) -> SweepPlan:
-    """The nightly sweep: the configured catalog on the configured device, default checks, trigger ``nightly``."""
+    """The nightly sweep: the configured catalog on the configured device, the nightly checks (the default four
+    and the fine-tuning ones: ``NIGHTLY_CHECKS``), trigger ``nightly``."""
     catalog = load_catalog(settings.catalog_source, settings=settings)
-    return make_plan(catalog.entries, resolve_device(settings.device), list(DEFAULT_CHECKS),
+    return make_plan(catalog.entries, resolve_device(settings.device), list(NIGHTLY_CHECKS),
                      trigger=Trigger.NIGHTLY, database_url=settings.database_url, workdir=settings.var_dir / "work",
                      seed=settings.seed, catalog_source=catalog.source, snapshot_id=catalog.snapshot_id)

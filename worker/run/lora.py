@@ -23,10 +23,12 @@ LORA_RANK, LORA_ALPHA = 4, 8
 # as peft matches target_modules names (the module name equals the entry or ends with "." + entry;
 # peft/tuners/tuners_utils.py check_target_module_exists). Each entry says why.
 LORA_TARGETS: dict[str, list[str]] = {
-    # Attention-free state-space mixers: their input/output projections are what LoRA recipes adapt.
-    "mamba": ["in_proj", "x_proj", "out_proj"],
-    "falcon_mamba": ["in_proj", "x_proj", "out_proj"],
-    "mamba2": ["in_proj", "out_proj"],
+    # Attention-free state-space mixers: their input-side projections. peft 0.21.2 refuses conv1d and out_proj on
+    # Mamba-based models ("Module 'out_proj' is incompatible with Mamba-based models ... Incompatible modules:
+    # {'conv1d', 'out_proj'}", peft/tuners/tuners_utils.py).
+    "mamba": ["in_proj", "x_proj", "dt_proj"],
+    "falcon_mamba": ["in_proj", "x_proj", "dt_proj"],
+    "mamba2": ["in_proj"],
     # RWKV's time-mixing block is its attention: key/value/receptance/output.
     "rwkv": ["key", "value", "receptance", "output"],
 }
@@ -36,8 +38,9 @@ LORA_TARGETS: dict[str, list[str]] = {
 # up_proj because they are fused into gate_up_proj", seen on AfmoeForCausalLM, whose attention has a gate_proj),
 # and they are MLP names anyway: never an attention target.
 _MLP_LEAVES = frozenset({"gate_proj", "up_proj", "down_proj", "gate_up_proj"})
-_ATTENTION_CLASS = re.compile(r"attention|attn|selfattn|mixer", re.I)
-_ATTENTION_PATH = re.compile(r"(^|\.)(self_attn|attn|attention|self_attention|mixer|attn_layer)(\.|$)", re.I)
+# "mixer" is no attention name: hybrid models (FalconH1) call their Mamba block the mixer.
+_ATTENTION_CLASS = re.compile(r"attention|attn|selfattn", re.I)
+_ATTENTION_PATH = re.compile(r"(^|\.)(self_attn|attn|attention|self_attention|attn_layer)(\.|$)", re.I)
 
 
 @dataclass(frozen=True)

@@ -64,9 +64,17 @@ def fsdp_step(path: Path, dev: torch.device, inputs: dict[str, torch.Tensor], ra
     model = load_model(path, str(dev))
     mesh = init_device_mesh(dev.type, (WORLD,))
     blocks = set(getattr(model, "_no_split_modules", None) or [])
+    # A parameter registered under two modules (tied embeddings) must sit in one FSDP group: "For shared/tied
+    # parameters, use fully_shard([module_a, module_b])" (torch 2.13, torch/distributed/fsdp/_fully_shard/_fsdp_state.py). A
+    # block holding one is left to the root's group.
+    names: dict[int, int] = {}
+    for _, p in model.named_parameters(remove_duplicate=False):
+        names[id(p)] = names.get(id(p), 0) + 1
+    tied = {pid for pid, n in names.items() if n > 1}
     sharded = 0
     for module in model.modules():
-        if type(module).__name__ in blocks and module is not model:
+        if (type(module).__name__ in blocks and module is not model
+                and not any(id(p) in tied for p in module.parameters())):
             fully_shard(module, mesh=mesh)
             sharded += 1
     fully_shard(model, mesh=mesh)

@@ -37,8 +37,8 @@ def lora_targets(model):
     classes = {{n: type(m).__name__ for n, m in model.named_modules()}}
     found = [n for n, m in model.named_modules() if n and isinstance(m, (torch.nn.Linear, Conv1D))
              and n.rpartition(".")[2] not in {{"gate_proj", "up_proj", "down_proj", "gate_up_proj"}}
-             and (re.search(r"attention|attn|selfattn|mixer", classes.get(n.rpartition(".")[0], ""), re.I)
-                  or re.search(r"(^|\\.)(self_attn|attn|attention|self_attention|mixer|attn_layer)(\\.|$)",
+             and (re.search(r"attention|attn|selfattn", classes.get(n.rpartition(".")[0], ""), re.I)
+                  or re.search(r"(^|\\.)(self_attn|attn|attention|self_attention|attn_layer)(\\.|$)",
                                n.rpartition(".")[0], re.I))]
     if found:
         return found
