@@ -95,10 +95,16 @@ def group_verdict(run: GroupRun, check: Check, ref: Any) -> dict[str, Any]:
         r[name]["duration_s"] for r in run.results if name in r]}
     fallback = sorted({op for r in run.results if name in r for op in r[name].get("fallback_ops", [])})
     fail = _first_failure(run, name)
+    stopped = _stopped(run, name)
+    if stopped is not None and stopped[0] == Status.CRASH and "died by" in stopped[1]:
+        # A rank killed from outside (OOM killer, a signal, a segfault) is the cause; its peer's error (a broken
+        # connection in the collective it was waiting in) is the symptom, kept as the record's error.
+        return {"status": Status.CRASH, "reason": stopped[1], "metrics": rank_meta, "fallback_ops": fallback,
+                "blocking_op": fail.get("blocking_op") if fail else None,
+                "error": ErrorInfo(**fail["error"]) if fail else None}
     if fail is not None:
         return {"status": Status(fail["status"]), "blocking_op": fail.get("blocking_op"),
                 "error": ErrorInfo(**fail["error"]), "metrics": rank_meta, "fallback_ops": fallback}
-    stopped = _stopped(run, name)
     if stopped is not None:
         return {"status": stopped[0], "reason": stopped[1], "metrics": rank_meta, "fallback_ops": fallback}
     values = [r[name]["value"] for r in run.results]
