@@ -3,18 +3,22 @@
 Ranks rendezvous through a FileStore in a scratch directory (no port to choose, none left bound), each in its own
 session so one kill reaches its descendants; a rank that fails or dies stops the group, a deadline stops it too,
 and every rank is dead and reaped when ``run_group`` returns. Each rank's output is kept for the records' log.
-Ranks are fresh interpreters, as torchrun starts them: ranks forked from the warm architecture process were tried
-and hung in the fsdp step (cause not established; OpenMP/autograd state copied by fork is the usual suspect).
+
+Ranks start from a multiprocessing forkserver (a child of this process that imported torch, Transformers and the
+rank program once and never ran a kernel): a fresh interpreter per rank, as torchrun starts them, cost 15-30 s of
+imports per architecture on the loaded 2-core machine. Forking the warm architecture process itself was tried and
+hung in the fsdp step (cause not established; OpenMP/autograd state copied by fork is the usual suspect); the
+forkserver is single-threaded and clean. It lives as long as this process and dies with it (Pool kills a worker's
+descendants; on its own it exits when its parent's end of the pipe closes).
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -23,10 +27,9 @@ from typing import Any
 
 import torch
 
-import worker
+from worker.run import ranks
 
 WORLD = 2
-REPO = Path(worker.__file__).resolve().parents[1]
 # After one rank fails, how long its peer gets to reach the same error and save it before it is killed.
 PEER_GRACE_S = 5.0
 POLL_S = 0.05
@@ -49,21 +52,25 @@ class GroupRun:
                          for r, (c, log) in enumerate(zip(self.returncodes, self.logs, strict=True)))
 
 
-def rank_env(rank: int, device: str) -> dict[str, str]:
-    """torchrun's variables for ``rank`` of a 2-process job on this host; this checkout first on the path."""
-    env = dict(os.environ)
-    env.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(WORLD),
-                "LOCAL_WORLD_SIZE": str(WORLD), "OMP_NUM_THREADS": "1",
-                "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])})
-    env.pop("ACCELERATE_TORCH_DEVICE", None)
-    return env
+def rank_env(rank: int) -> dict[str, str]:
+    """torchrun's variables for ``rank`` of a 2-process job on this host."""
+    return {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(WORLD), "LOCAL_WORLD_SIZE": str(WORLD),
+            "OMP_NUM_THREADS": "1"}
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _context() -> mp.context.BaseContext:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["worker.run.ranks"])  # imported once, in the server
+    return ctx
+
+
+def _kill(proc: mp.process.BaseProcess) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the rank's whole session (its own children too)
     except (ProcessLookupError, PermissionError):
         pass
+    if proc.is_alive():  # killed before it led its own session
+        proc.kill()
 
 
 def run_group(architecture: str, path: Path, device: str, checks: list[str], inputs: dict[str, torch.Tensor], *,
@@ -72,7 +79,7 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
 
     ``while_running(procs, scratch)`` is polled while the ranks run (tests use it to kill one mid-check)."""
     scratch = Path(tempfile.mkdtemp(prefix="compat-group-"))
-    procs: list[subprocess.Popen] = []
+    procs: list[mp.process.BaseProcess] = []
     logs = [scratch / f"rank{r}.log" for r in range(WORLD)]
     killed: list[int] = []
     timed_out = False
@@ -83,20 +90,20 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
                 "seed": seed, "out_dir": str(scratch), "inputs": str(scratch / "inputs.pt"),
                 "store": str(scratch / "store"), "group_timeout_s": group_timeout_s}
         (scratch / "spec.json").write_text(json.dumps(spec))
+        ctx = _context()
         for rank in range(WORLD):
-            with open(logs[rank], "wb") as log:
-                procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "worker.run.ranks", str(scratch / "spec.json")],
-                    env=rank_env(rank, device), cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, start_new_session=True))
+            proc = ctx.Process(target=ranks.forked_main, name=f"compat-rank{rank}",
+                               args=(rank, scratch / "spec.json", logs[rank], rank_env(rank)))
+            proc.start()
+            procs.append(proc)
         end = t0 + deadline_s
         failed_at: float | None = None
-        while any(p.poll() is None for p in procs):
+        while any(p.is_alive() for p in procs):
             now = time.monotonic()
             if now > end:
                 timed_out = True
                 break
-            if failed_at is None and any(p.returncode not in (None, 0) for p in procs):
+            if failed_at is None and any(p.exitcode not in (None, 0) for p in procs):
                 failed_at = now  # one rank is gone: its peer cannot finish a collective with it
             if failed_at is not None and now - failed_at > PEER_GRACE_S:
                 break
@@ -105,14 +112,14 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
             time.sleep(POLL_S)
     finally:
         for rank, proc in enumerate(procs):
-            if proc.poll() is None:
+            if proc.is_alive():
                 killed.append(rank)
             _kill(proc)  # also reaches anything a finished rank left in its session
-            proc.wait()
+            proc.join()
         results = [{c: _load(scratch / f"rank{r}-{c}.pt") for c in checks} for r in range(WORLD)]
         texts = [p.read_text(errors="replace") if p.exists() else "" for p in logs]
         shutil.rmtree(scratch, ignore_errors=True)  # the FileStore goes with it
-    return GroupRun(returncodes=[p.returncode for p in procs], logs=texts,
+    return GroupRun(returncodes=[p.exitcode for p in procs], logs=texts,
                     results=[{c: v for c, v in r.items() if v is not None} for r in results],
                     pids=[p.pid for p in procs], timed_out=timed_out, duration_s=time.monotonic() - t0,
                     killed=killed)

@@ -149,5 +149,25 @@ def main(spec_path: Path) -> None:
     dist.destroy_process_group()
 
 
+def forked_main(rank: int, spec_path: Path, log: Path, env: dict[str, str]) -> None:
+    """A rank started from a forkserver (group.py): its own session, torchrun's variables, its output to ``log``;
+    exits with main's outcome (0, or non-zero with the traceback in the log)."""
+    os.setsid()
+    os.environ.update(env)
+    torch.set_num_threads(1)  # one intra-op thread per rank (two ranks share the machine's cores)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.stdout = sys.stderr = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    code = 0
+    try:
+        main(spec_path)
+    except BaseException:  # noqa: BLE001 - printed to the rank's log; the exit code says it failed
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
     main(Path(sys.argv[1]))

@@ -134,4 +134,7 @@ def test_a_killed_rank_fails_the_check_cleanly(tmp_path) -> None:
     time.sleep(0.2)
     for pid in run.pids:  # no rank left, not even as a zombie of ours
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    assert not [p for p in psutil.Process().children(recursive=True) if "worker.run.ranks" in " ".join(p.cmdline())]
+    # Nothing but the forkserver the ranks start from (one per process, by design) is left among our children.
+    left = [p for p in psutil.Process().children(recursive=True)
+            if p.status() != psutil.STATUS_ZOMBIE and "multiprocessing.forkserver" not in " ".join(p.cmdline())]
+    assert not [p for p in left if p.pid in run.pids or "compat-rank" in p.name()], left
