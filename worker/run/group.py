@@ -14,6 +14,7 @@ descendants; on its own it exits when its parent's end of the pipe closes).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -21,6 +22,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,25 @@ def _context() -> mp.context.BaseContext:
     return ctx
 
 
+@contextlib.contextmanager
+def _children_allowed() -> Iterator[None]:
+    """Let a daemonic process (a pool worker: Pool starts them daemonic) start the ranks. multiprocessing refuses
+    ("daemonic processes are not allowed to have children", multiprocessing/process.py BaseProcess.start) because
+    a daemonic process dies abruptly with its parent and would orphan them; here nothing is orphaned: Pool kills a
+    worker's descendants with it, the forkserver exits when its parent's pipe closes (multiprocessing/forkserver.py
+    main), and each rank asks for SIGKILL when its parent dies (ranks.die_with_parent)."""
+    config = mp.current_process()._config  # noqa: SLF001 - the flag BaseProcess.start checks
+    daemon = config.get("daemon")
+    config["daemon"] = False
+    try:
+        yield
+    finally:
+        if daemon is None:
+            config.pop("daemon", None)
+        else:
+            config["daemon"] = daemon
+
+
 def _kill(proc: mp.process.BaseProcess) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)  # the rank's whole session (its own children too)
@@ -94,7 +115,8 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
         for rank in range(WORLD):
             proc = ctx.Process(target=ranks.forked_main, name=f"compat-rank{rank}",
                                args=(rank, scratch / "spec.json", logs[rank], rank_env(rank)))
-            proc.start()
+            with _children_allowed():
+                proc.start()
             procs.append(proc)
         end = t0 + deadline_s
         failed_at: float | None = None

@@ -1,8 +1,8 @@
 """The fine-tuning checks (lora, sft, fsdp, tp) through the harness's own runner, on tiny Llama, Mixtral and GPT-2
 from the registry, on cpu and on the simulated neuron device; and a rank killed mid-check.
 
-One ``run_architecture`` per (architecture, device) runs all four checks (one 2-rank group for fsdp and tp), shared
-by the tests below: the 2-rank groups are what costs here (two fresh interpreters each).
+One run per (architecture, device) runs all four checks (one 2-rank group for fsdp and tp), shared by the tests
+below: on cpu through the sweep's process pool (one worker), on neuron in this process.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import neuron_backend
 from compat.results import Check, Status
 from worker.build.build import build_checkpoint
 from worker.catalog.catalog import registry_entries
+from worker.orchestration.sweep import run_sweep
 from worker.run import lora
 from worker.run.devices import resolve_device
 from worker.run.distributed import group_verdict
@@ -49,7 +50,21 @@ def _device_settings():
 
 
 @functools.cache
+def _cpu_sweep() -> dict[str, dict[Check, object]]:
+    """The cpu runs go through the sweep's process pool (a daemonic worker starting the rank group), as in
+    production; the neuron runs below run in this process."""
+    entries = [e for e in registry_entries() if e.name in ARCHS]
+    report = run_sweep(entries, resolve_device("cpu"), FINETUNE, jobs=1)
+    out: dict[str, dict[Check, object]] = {}
+    for r in report.results:
+        out.setdefault(r.architecture, {})[r.check] = r
+    return out
+
+
+@functools.cache
 def _records(arch: str, device: str) -> dict[Check, object]:
+    if device == "cpu":
+        return _cpu_sweep()[arch]
     entry = next(e for e in registry_entries() if e.name == arch)
     return {r.check: r for r in run_architecture(entry, resolve_device(device), FINETUNE)}
 
