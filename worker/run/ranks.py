@@ -71,12 +71,18 @@ def fsdp_step(path: Path, dev: torch.device, inputs: dict[str, torch.Tensor], ra
     for _, p in model.named_parameters(remove_duplicate=False):
         names[id(p)] = names.get(id(p), 0) + 1
     tied = {pid for pid, n in names.items() if n > 1}
-    sharded = 0
-    for module in model.modules():
-        if (type(module).__name__ in blocks and module is not model
+    # Outermost blocks only: _no_split_modules may name nested classes (MBartDecoderLayer and its MBartAttention,
+    # MambaBlock and its MambaMixer), and fully_shard on a child of a sharded block meets parameters that are
+    # DTensors already ("Invariant encountered: value was None", FSDP2's TP path).
+    chosen: list[str] = []
+    for name, module in model.named_modules():
+        if (name and type(module).__name__ in blocks and not any(name.startswith(c + ".") for c in chosen)
                 and not any(id(p) in tied for p in module.parameters())):
-            fully_shard(module, mesh=mesh)
-            sharded += 1
+            chosen.append(name)
+    modules = dict(model.named_modules())
+    for name in chosen:
+        fully_shard(modules[name], mesh=mesh)
+    sharded = len(chosen)
     fully_shard(model, mesh=mesh)
     local = {k: v.to(dev) for k, v in rank_inputs(inputs, rank).items()}
     spec = spec_for(model.config)

@@ -190,9 +190,16 @@ if "fsdp" in CHECKS:
     model = load(str(dev))
     mesh = init_device_mesh(dev.type, (WORLD,))
     blocks = set(getattr(model, "_no_split_modules", None) or [])
-    for module in model.modules():
-        if type(module).__name__ in blocks and module is not model:
-            fully_shard(module, mesh=mesh)
+    counts = {{}}
+    for _, p in model.named_parameters(remove_duplicate=False):
+        counts[id(p)] = counts.get(id(p), 0) + 1
+    chosen = []  # outermost blocks without a tied parameter (the harness's rule, worker/run/ranks.py)
+    for name, module in model.named_modules():
+        if (name and type(module).__name__ in blocks and not any(name.startswith(c + ".") for c in chosen)
+                and not any(counts[id(p)] > 1 for p in module.parameters())):
+            chosen.append(name)
+    for name in chosen:
+        fully_shard(model.get_submodule(name), mesh=mesh)
     fully_shard(model, mesh=mesh)
     rows = slice(RANK * ROWS, (RANK + 1) * ROWS)  # this rank's sample of the global batch
     px = {{k: v[RANK:RANK + 1].to(dev) for k, v in extra.items()}}
