@@ -52,11 +52,20 @@ class Check(StrEnum):
     GENERATE = "generate"
     TRAIN = "train"
     COMPILE = "compile"
+    LORA = "lora"  # peft LoRA on the attention projections, one AdamW step
+    SFT = "sft"  # trl SFTTrainer, two steps
+    FSDP = "fsdp"  # FSDP2 fully_shard over 2 ranks, one step
+    TP = "tp"  # Transformers' tp_plan="auto" over 2 ranks, forward
 
 
-# compile is opt-in: it costs far more than the other four together.
+# compile is opt-in: it costs far more than the other four together. So are the fine-tuning checks (issue 14).
 DEFAULT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE, Check.TRAIN)
-ALL_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, Check.COMPILE)
+FINETUNE_CHECKS: tuple[Check, ...] = (Check.LORA, Check.SFT, Check.FSDP, Check.TP)
+# Checks run by a 2-rank process group (worker/run/group.py) rather than in the architecture's own process.
+DISTRIBUTED_CHECKS: tuple[Check, ...] = (Check.FSDP, Check.TP)
+ALL_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, Check.COMPILE, *FINETUNE_CHECKS)
+# The nightly sweep: the default checks plus the fine-tuning ones (compile stays opt-in, as before).
+NIGHTLY_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, *FINETUNE_CHECKS)
 # An architecture is *supported* on a device when these pass.
 SUPPORT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE)
 
@@ -212,6 +221,45 @@ def statuses_of(results: Iterable[ResultRecord]) -> dict[str, str]:
 
 def is_supported(results: Iterable[ResultRecord]) -> bool:
     return is_supported_statuses(statuses_of(results))
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A check's own headline, e.g. "fine-tunes with LoRA: 93.0% (120 of 129)"; never part of "supported"."""
+
+    label: str
+    passed: int  # architectures whose record for the check passed
+    total: int  # architectures with a record for the check (the same base as "supported": every one in the run)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.passed / self.total if self.total else 0.0
+
+    def text(self) -> str:
+        return f"{self.label}: {percent(self.passed, self.total)} ({self.passed} of {self.total})"
+
+
+HEADLINE_LABELS: dict[Check, str] = {Check.LORA: "fine-tunes with LoRA"}
+
+
+def headline_label(check: Check | str) -> str | None:
+    """The headline's wording for a check that has its own (lora: "fine-tunes with LoRA"), else None."""
+    return HEADLINE_LABELS.get(Check(check)) if check in {str(c) for c in Check} else None
+
+
+def headline_of(statuses: Iterable[Status | str], check: Check = Check.LORA) -> Headline:
+    """The headline over one status per architecture (its record for ``check``): passed / all of them."""
+    statuses = [str(s) for s in statuses]
+    label = headline_label(check) or f"passes {check}"
+    return Headline(label, sum(1 for s in statuses if s == Status.PASS), len(statuses))
+
+
+def check_headline(records: Iterable[ResultRecord], check: Check = Check.LORA) -> Headline | None:
+    """The headline of one opt-in check (default: "fine-tunes with LoRA: N%"), or None when no record has it.
+
+    Kept apart from ``is_supported`` on purpose: supported stays load+forward+generate (issue 14)."""
+    status = {r.architecture: r.status for r in records if r.check == check}
+    return headline_of(status.values(), check) if status else None
 
 
 def used_fallback(results: Iterable[ResultRecord]) -> bool:

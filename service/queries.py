@@ -19,6 +19,7 @@ from compat.results import (
     Status,
     Trigger,
     fallback_ranking,
+    headline_label,
     is_ranked,
     is_supported_statuses,
     percent,
@@ -91,7 +92,8 @@ def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceC
     per_check = []
     for check in run.checks or []:
         passed = sum(1 for a in names if a in outcomes and outcomes[a].statuses.get(check) == Status.PASS)
-        per_check.append(S.CheckCoverage(check=check, passed=passed, total=total, fraction=_frac(passed, total)))
+        per_check.append(S.CheckCoverage(check=check, passed=passed, total=total, fraction=_frac(passed, total),
+                                         headline=headline_label(check)))
     return S.DeviceCoverage(
         device=run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
         simulated=bool((run.device_info or {}).get("simulated", False)), top_n=top_n, total=total,

@@ -20,6 +20,7 @@ class CheckCoverage(BaseModel):
     passed: int
     total: int
     fraction: float
+    headline: str | None = None  # a check with its own headline (lora: "fine-tunes with LoRA"); never "supported"
 
 
 class DeviceCoverage(BaseModel):

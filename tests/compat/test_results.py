@@ -11,9 +11,11 @@ from compat.results import (
     Status,
     arch_verdict,
     blockers,
+    check_headline,
     coverage,
     failure_records,
     fallback_ranking,
+    is_supported,
     percent,
     scope_label,
 )
@@ -126,3 +128,14 @@ def test_fallback_ranking_counts_the_architectures_an_op_takes_off_the_cpu() -> 
     assert ranked[0].message == "implement aten::cumsum natively to take 1 architecture(s) off the CPU (falls back in 2)"
     cov = coverage([*a, *b, *c, *t])
     assert (cov.supported, cov.native, cov.failing) == (3, 1, 1)
+
+
+def test_lora_headline_is_its_own_and_never_part_of_supported() -> None:
+    a = [rec("A", c, "pass") for c in ("load", "forward", "generate")] + [rec("A", "lora", "error")]
+    b = [rec("B", "load", "error"), rec("B", "lora", "pass")]
+    c = [rec("C", "lora", "pass")]
+    head = check_headline(a + b + c)
+    assert (head.label, head.passed, head.total) == ("fine-tunes with LoRA", 2, 3)
+    assert head.text() == "fine-tunes with LoRA: 66.7% (2 of 3)"
+    assert is_supported(a) and not is_supported(b)  # lora failing or passing changes nothing here
+    assert check_headline(a[:3]) is None  # no lora record, no headline

@@ -143,3 +143,27 @@ def attribute(exc: BaseException, failing_op: str | None = None) -> Attribution:
         base = failing_op.split(" (")[0] if failing_op else m.group(1)
         return Attribution(Status.UNSUPPORTED_DTYPE, f"{base} ({m.group(2)})", info, digest)
     return Attribution(Status.ERROR, failing_op, info, digest)
+
+
+_COLLECTIVE = re.compile(r"\b(c10d::\w+|_c10d_functional::\w+|fsdp::\w+)")
+
+
+def collective_of(exc: BaseException) -> str | None:
+    """The collective a distributed failure happened in: the ``neuron_collective`` the simulated device's
+    collectives attach to their errors (neuron_backend/collective_ops.py), else the first c10d-style op name in a
+    message along the exception chain; None when the failure names no collective."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    found = None
+    while stack:
+        cur = stack.pop(0)
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        name = getattr(cur, "neuron_collective", None)
+        if isinstance(name, str):
+            return name
+        if found is None and (m := _COLLECTIVE.search(str(cur))):
+            found = m.group(1)
+        stack += [cur.__cause__, cur.__context__]
+    return found

@@ -73,7 +73,7 @@ def sweep(
     source: str = typer.Option(None, "--source", help="catalog source: auto, hub, snapshot, registry"),
     limit: int = typer.Option(None, "--limit", min=1, help="first N architectures of the catalog"),
     arch: list[str] = typer.Option(None, "--arch", "-a", help="only these architectures (repeatable)"),
-    checks: list[str] = typer.Option(None, "--checks", "-c", help="load,forward,generate,train,compile | all"),
+    checks: list[str] = typer.Option(None, "--checks", "-c", help="load,forward,generate,train,compile,lora,sft,fsdp,tp | all"),
     jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
     json_path: Path = typer.Option(None, "--json", help="write the versioned JSON report here"),
     store: bool = typer.Option(True, "--store/--no-store", help="persist results to the database"),
@@ -160,7 +160,8 @@ def blockers(
 def repro(
     architecture: str = typer.Argument(..., help="architecture class name"),
     device: str = typer.Option(None, "--device", "-d", help="device to reproduce on"),
-    check: list[str] = typer.Option(None, "--check", "-c", help="check(s) to reproduce (default: the four)"),
+    check: list[str] = typer.Option(None, "--check", "-c",
+                                    help="check(s) to reproduce (default: the four); fsdp/tp: a torchrun script"),
     out: Path = typer.Option(None, "--out", "-o", help="write the script here instead of stdout"),
 ) -> None:
     """Print a standalone Python script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""

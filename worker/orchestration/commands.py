@@ -43,7 +43,7 @@ from worker.orchestration.validate import architecture_error
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
-from worker.run.repro import repro_script
+from worker.run.repro_finetune import ReproMixError, finetune_repro
 
 
 def _device(name: str) -> Device:
@@ -286,7 +286,11 @@ def repro(*, architecture: str, device: str, checks: list[Check], out: Path | No
     except TinyConfigError as exc:
         raise fail(f"cannot build a tiny {architecture}: {exc}", 1) from None
     backend = "neuron" if kind == "neuron" else "inductor"
-    script = repro_script(architecture, device, config, seed=settings.seed, checks=checks, compile_backend=backend)
+    try:  # fsdp/tp: a torchrun script; lora/sft: the single-process script with their blocks
+        script = finetune_repro(architecture, device, config, seed=settings.seed, checks=checks,
+                                compile_backend=backend)
+    except ReproMixError as exc:
+        raise fail(str(exc)) from None
     if out:
         out.write_text(script)
         console.print(f"wrote {out}")

@@ -10,7 +10,7 @@ import logging
 import os
 from pathlib import Path
 
-from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Check, RunInfo, Scope, Trigger
+from compat.results import NIGHTLY_CHECKS, ArchitectureEntry, Check, RunInfo, Scope, Trigger
 from compat.settings import Settings
 from worker.catalog.catalog import CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
@@ -47,9 +47,10 @@ def refresh_catalog(settings: Settings) -> str | None:
 
 def nightly_plan(settings: Settings) -> SweepPlan:
     """The nightly sweep: the configured catalog (refreshed from the Hub first where it can be, ``refresh_catalog``)
-    on the configured device, default checks, trigger ``nightly``."""
+    on the configured device, the nightly checks (the default four and the fine-tuning ones: ``NIGHTLY_CHECKS``),
+    trigger ``nightly``."""
     refresh_catalog(settings)
     catalog = load_catalog(settings.catalog_source, settings=settings)
-    return make_plan(catalog.entries, resolve_device(settings.device), list(DEFAULT_CHECKS),
+    return make_plan(catalog.entries, resolve_device(settings.device), list(NIGHTLY_CHECKS),
                      trigger=Trigger.NIGHTLY, database_url=settings.database_url, workdir=settings.var_dir / "work",
                      seed=settings.seed, catalog_source=catalog.source, snapshot_id=catalog.snapshot_id)

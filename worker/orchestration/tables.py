@@ -15,7 +15,17 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from compat.results import ALL_CHECKS, Blocker, FallbackOp, ResultRecord, Status, coverage, percent
+from compat.results import (
+    ALL_CHECKS,
+    Blocker,
+    Check,
+    FallbackOp,
+    ResultRecord,
+    Status,
+    check_headline,
+    coverage,
+    percent,
+)
 
 DETAIL_CHARS = 120  # an error's first line, as much as a table shows of it
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
@@ -34,6 +44,11 @@ class Fit:
         self.layouts = list(layouts)
         self.whole = sorted(set(whole))
 
+    @property
+    def caption(self) -> str | None:
+        """The caption the layouts share (the coverage table's summary)."""
+        return getattr(self.layouts[0], "caption", None)
+
     def fits(self, layout: RenderableType, width: int) -> bool:
         probe = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
         probe.print(layout, crop=False)  # a line wider than the terminal must show, not be cut to fit
@@ -49,28 +64,39 @@ class Fit:
 
 
 def coverage_table(records: Iterable[ResultRecord], title: str = "coverage", *,
-                   catalog: Iterable[str] | None = None, scope: str = "") -> Table:
-    """Status counts per check (one row per status that occurs, one column per check run) plus the
-    architecture-level summary as the caption, over ``catalog`` (the run's planned architectures, the API's
-    denominator) and what it is a share of (``scope``). Statuses are rows, so none is ever cut at 80 columns."""
+                   catalog: Iterable[str] | None = None, scope: str = "") -> Fit:
+    """Status counts per check plus the architecture-level summary (and the LoRA headline) as the caption, over
+    ``catalog`` (the run's planned architectures, the API's denominator) and what it is a share of (``scope``):
+    one row per status and one column per check where the terminal is wide enough, else one row per check with
+    its counts (nine checks do not fit 80 columns as columns). Neither layout cuts a status."""
     records = list(records)
     cov = coverage(records, catalog)
     checks = [c for c in ALL_CHECKS if str(c) in cov.per_check]
     statuses = [s for s in Status if any(cov.per_check[str(c)][str(s)] for c in checks)]
-    table = Table(title=title)
-    table.add_column("status", no_wrap=True)
-    for c in checks:
-        table.add_column(str(c), justify="right", no_wrap=True)
-    for s in statuses:
-        table.add_row(str(s), *[str(cov.per_check[str(c)][str(s)] or "") for c in checks])
     v = cov.verdicts
-    table.caption = (f"{cov.architectures} architectures: {v['supported']} supported natively, "
-                     f"{v['supported_with_fallback']} with CPU fallback, {v['failing']} failing, "
-                     f"{v['reference_fail']} reference_fail, {v['skipped']} skipped, "
-                     f"{v['not_judged']} not judged (support checks not run or no verdict) "
-                     f"({percent(cov.supported, cov.architectures)} supported; "
-                     f"{cov.all_checks_pass(records)} pass every check)" + (f"\nscope: {scope}" if scope else ""))
-    return table
+    caption = (f"{cov.architectures} architectures: {v['supported']} supported natively, "
+               f"{v['supported_with_fallback']} with CPU fallback, {v['failing']} failing, "
+               f"{v['reference_fail']} reference_fail, {v['skipped']} skipped, "
+               f"{v['not_judged']} not judged (support checks not run or no verdict) "
+               f"({percent(cov.supported, cov.architectures)} supported; "
+               f"{cov.all_checks_pass(records)} pass every check)")
+    if (lora := check_headline(records, Check.LORA)) is not None:  # its own headline, outside "supported"
+        caption += f"; {lora.text()}"
+    if scope:
+        caption += f"\nscope: {scope}"
+    wide = Table(title=title, caption=caption)
+    wide.add_column("status", no_wrap=True)
+    for c in checks:
+        wide.add_column(str(c), justify="right", no_wrap=True)
+    for s in statuses:
+        wide.add_row(str(s), *[str(cov.per_check[str(c)][str(s)] or "") for c in checks])
+    narrow = Table(title=title, caption=caption, box=box.SIMPLE_HEAD)
+    narrow.add_column("check", no_wrap=True)
+    narrow.add_column("architectures per status", ratio=1, overflow="fold")
+    for c in checks:
+        counts = cov.per_check[str(c)]
+        narrow.add_row(str(c), Text(", ".join(f"{s} {counts[str(s)]}" for s in statuses if counts[str(s)])))
+    return Fit([wide, narrow], [str(s) for s in statuses] + [str(c) for c in checks])
 
 
 def _detail(r: ResultRecord) -> Text:

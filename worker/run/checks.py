@@ -1,4 +1,5 @@
-"""The five checks (load, forward, generate, train, compile) run on the device and judged against the CPU reference.
+"""The checks (load, forward, generate, train, compile; lora, sft, fsdp, tp) run on the device and judged against the
+CPU reference.
 
 Each check function does the device work and returns a judge.Verdict; ``run_check`` is the edge that times it,
 audits CPU fallback, and turns any exception into an attributed ResultRecord.
@@ -8,17 +9,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-from compat.results import Check, ResultRecord, Status
+from compat.results import DISTRIBUTED_CHECKS, Check, ResultRecord, Status
 from worker.judge import judge
 from worker.judge.attribution import attribute
-from worker.run.devices import Device
+from worker.run.context import CheckContext
+from worker.run.finetune_checks import check_lora, check_sft, distributed_record
 from worker.run.optrace import OpRecorder
 from worker.run.reference import (
-    Reference,
     ReferenceFailure,
     forward_logits,
     greedy,
@@ -26,17 +26,14 @@ from worker.run.reference import (
     train_step,
 )
 
-# The order checks run in: train mutates the weights, so it goes last; compile reuses the loaded model.
-RUN_ORDER: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE, Check.COMPILE, Check.TRAIN)
+# The order checks run in: train mutates the weights, so it goes last of those sharing the loaded model; compile
+# reuses it. The fine-tuning checks load their own models (lora, sft) or run in a rank group (fsdp, tp).
+RUN_ORDER: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE, Check.COMPILE, Check.TRAIN,
+                                Check.LORA, Check.SFT, Check.FSDP, Check.TP)
+# Checks that run on the model the load check put on the device (skipped when it failed).
+USES_LOADED_MODEL = frozenset({Check.FORWARD, Check.GENERATE, Check.COMPILE, Check.TRAIN})
 
-
-@dataclass
-class CheckContext:
-    architecture: str
-    rank: int | None
-    device: Device
-    ref: Reference
-    model: torch.nn.Module | None = None  # the device model, set by the load check
+__all__ = ["RUN_ORDER", "CheckContext", "CHECKS", "run_check"]
 
 
 def check_load(ctx: CheckContext) -> judge.Verdict:
@@ -103,7 +100,7 @@ def check_compile(ctx: CheckContext) -> judge.Verdict:
 
 CHECKS: dict[Check, Callable[[CheckContext], judge.Verdict]] = {
     Check.LOAD: check_load, Check.FORWARD: check_forward, Check.GENERATE: check_generate,
-    Check.TRAIN: check_train, Check.COMPILE: check_compile,
+    Check.TRAIN: check_train, Check.COMPILE: check_compile, Check.LORA: check_lora, Check.SFT: check_sft,
 }
 
 
@@ -111,7 +108,7 @@ def _find_failing_op(ctx: CheckContext, check: Check) -> str | None:
     """Re-run a failed check under the op catcher to name the aten op that raised (failures only: it is slow)."""
     if check == Check.COMPILE:
         return None  # a dispatch mode would change what Dynamo traces
-    if check != Check.LOAD and ctx.model is None:
+    if check in USES_LOADED_MODEL and ctx.model is None:
         return None
     catcher = OpRecorder(record=False)
     try:
@@ -126,8 +123,10 @@ def run_check(ctx: CheckContext, check: Check) -> ResultRecord:
     """Run one check on the device and return its record; never raises."""
     dev = ctx.device
     base = {"architecture": ctx.architecture, "rank": ctx.rank, "device": dev.name, "check": check}
-    if check != Check.LOAD and ctx.model is None:
+    if check in USES_LOADED_MODEL and ctx.model is None:
         return ResultRecord(**base, status=Status.SKIPPED, reason="load failed")
+    if check in DISTRIBUTED_CHECKS:
+        return distributed_record(ctx, check)
     dev.reset_fallback()
     dev.reset_peak_memory()
     t0 = time.perf_counter()

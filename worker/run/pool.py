@@ -2,6 +2,7 @@
 
 Per-task time limit and memory limit (parent-side RSS watch, plus an address-space rlimit backstop in the child);
 a crashed or killed worker is replaced and its task reported as crash/timeout/memory; events stream back live.
+A task's descendant processes (the fsdp/tp checks' rank group) count against its memory limit and die with it.
 """
 
 from __future__ import annotations
@@ -190,6 +191,13 @@ class Pool:
         return [s.proc.pid for s in self._slots if s.proc.is_alive()]
 
     def _kill(self, slot: _Slot) -> None:
+        # The worker's descendants (the 2-rank group of the fsdp/tp checks, worker/run/group.py) die with it: found
+        # before the worker is killed (afterwards they are orphans, no longer its children), killed first.
+        for child in _descendants(slot.proc.pid):
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
         if slot.proc.is_alive():
             slot.proc.kill()
         slot.proc.join(timeout=5)
@@ -262,10 +270,7 @@ class Pool:
                 if slot.task is None:
                     continue
                 elapsed = time.monotonic() - slot.started
-                try:
-                    rss = psutil.Process(slot.proc.pid).memory_info().rss / 2**20
-                except psutil.Error:
-                    rss = 0.0
+                rss = tree_rss_mb(slot.proc.pid)
                 slot.peak_rss = max(slot.peak_rss, rss)
                 if elapsed > self.time_limit_s:
                     self._replace_after(slot)
@@ -322,6 +327,28 @@ class Pool:
                 pass
             self._kill(slot)
         self._slots = []
+
+
+def _descendants(pid: int | None) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True) if pid else []
+    except psutil.Error:
+        return []
+
+
+def tree_rss_mb(pid: int | None) -> float:
+    """Resident memory of a worker and its descendants (a task's rank processes count against its limit)."""
+    total = 0.0
+    try:
+        procs = [psutil.Process(pid), *_descendants(pid)] if pid else []
+    except psutil.Error:
+        return 0.0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            pass
+    return total / 2**20
 
 
 def _describe_exit(code: int | None) -> str:

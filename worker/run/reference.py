@@ -173,6 +173,11 @@ class Bf16MatmulMode(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def policy_mode(policy: str) -> contextlib.AbstractContextManager:
+    """The CPU emulation of ``policy`` (nothing for fp32): run the reference under it to match the device's rounding."""
+    return _policy_mode(policy)
+
+
 def _policy_mode(policy: str) -> contextlib.AbstractContextManager:
     if policy not in judge.REDUCED_POLICIES:
         return contextlib.nullcontext()

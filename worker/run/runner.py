@@ -145,7 +145,7 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             finish([r.model_copy(update={"metrics": dict(ref.determinism.metrics)}) for r in failure_records(
                 entry, dev_name, order, Status.REFERENCE_FAIL, ref.determinism.reason or "reference")])
             return done
-        ctx = CheckContext(entry.name, entry.rank, device, ref)
+        ctx = CheckContext(entry.name, entry.rank, device, ref, checks=tuple(order))
         for check in order:
             phase(str(check))
             rec = run_check(ctx, check)

@@ -108,3 +108,15 @@ def test_compile_failures_are_attributed_to_the_device_op() -> None:
         else:
             raise AssertionError(f"{op} compiled without error")
     torch._dynamo.reset()
+
+
+def test_collective_of_names_the_collective_a_rank_failed_in() -> None:
+    from worker.judge.attribution import collective_of
+
+    err = RuntimeError("Connection closed by peer")
+    err.neuron_collective = "c10d::allreduce_"  # what neuron_backend/collective_ops.py attaches
+    wrapped = ValueError("step failed")
+    wrapped.__cause__ = err
+    assert collective_of(wrapped) == "c10d::allreduce_"
+    assert collective_of(RuntimeError("fsdp::all_gather_copy_in failed on rank 1")) == "fsdp::all_gather_copy_in"
+    assert collective_of(RuntimeError("shape mismatch in aten::mm")) is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -65,3 +66,11 @@ def rendezvous(directory: str, parties: int) -> int:
     while len(os.listdir(directory)) < parties:
         time.sleep(0.02)
     return os.getpid()
+
+
+def child_then_sleep(seconds: float, emit) -> str:  # noqa: ANN001
+    """Start a grandchild (as the fsdp/tp checks start their ranks), report its pid, then sleep past the limit."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    emit("child", child.pid)
+    time.sleep(seconds)
+    return "woke"

@@ -86,3 +86,22 @@ def test_memory_limit_kills_before_total() -> None:
     # Stopped near the limit (RSS polled every 50 ms), far below the 2000 MB it asked for.
     assert 250 < out["hog"].peak_rss_mb < 1000
     assert out["next"].value == 1
+
+
+def test_a_killed_task_takes_its_child_processes_with_it() -> None:
+    # The fsdp/tp checks start two rank processes from the worker: a worker stopped at its limit must not leave
+    # them running (Pool._kill kills the worker's descendants first).
+    with Pool(1, time_limit_s=3, memory_limit_mb=400, warmup=None) as p:
+        events = list(p.run([Task("c", f"{J}:child_then_sleep", (60,), stream=True)]))
+    child = next(ev.payload for ev in events if ev.kind == "child")
+    assert events[-1].done is not None and events[-1].done.kind == "timeout"
+    time.sleep(0.2)
+    try:
+        os.kill(child, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    if alive:  # a zombie awaiting its reaper is dead; anything else leaked
+        with open(f"/proc/{child}/stat") as f:
+            alive = f.read().split(")")[-1].split()[0] != "Z"
+    assert not alive, f"the task's child {child} outlived the killed worker"

@@ -1,0 +1,153 @@
+"""The fine-tuning checks on the device, each judged against the same computation on the CPU reference: ``lora``
+and ``sft`` in the architecture's process, ``fsdp`` and ``tp`` through one 2-rank group (worker/run/distributed.py).
+
+Tolerances are the train check's (worker/judge/judge.py: torch._dynamo.utils.same's RMSE rule against the fp64
+run, or the reference itself where fp64 cannot run); frozen weights are compared exactly (tolerance 0).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import torch
+
+from compat.results import DISTRIBUTED_CHECKS, Check, ResultRecord, Status
+from worker.judge import judge
+from worker.run import lora as lora_mod
+from worker.run.context import CheckContext
+from worker.run.distributed import group_verdict, no_tp_plan_reason, run_distributed
+from worker.run.reference import ReferenceFailure, load_model, policy_mode
+from worker.run.sft import sft_losses
+
+# --- lora -------------------------------------------------------------------------------------------------------
+
+
+def lora_reference(ctx: CheckContext) -> dict[str, Any]:
+    """The CPU side of the lora check (cached): targets, the adapters' initial weights, and the step at fp32, at
+    the device's policy precision and in fp64 (when the architecture runs in fp64)."""
+    ref = ctx.ref
+    if "lora" in ref._cache:
+        return ref._cache["lora"]
+    try:
+        base = copy.deepcopy(ref.model)
+        targets = lora_mod.discover_targets(base)
+        peft_model = lora_mod.add_adapters(base, targets, ref.seed)
+        init = lora_mod.adapter_state(peft_model)
+        fp32 = lora_mod.lora_step(copy.deepcopy(peft_model), ref.inputs)
+        if ref.policy in judge.REDUCED_POLICIES:
+            with policy_mode(ref.policy):
+                pol = lora_mod.lora_step(copy.deepcopy(peft_model), ref.inputs)
+        else:
+            pol = fp32
+    except Exception as exc:
+        raise ReferenceFailure(f"reference lora step failed: {type(exc).__name__}: {exc}") from exc
+    gold = None
+    if ref._golden_model is not None:  # the architecture ran in fp64 for the forward reference
+        golden = lora_mod.golden_copy(peft_model)
+        try:
+            gold = lora_mod.lora_step(golden, ref.inputs) if golden is not None else None
+        except Exception:  # noqa: BLE001 - fp64 is a nicety; the judge falls back to the fp32 reference
+            gold = None
+    ref._cache["lora"] = {"targets": targets, "init": init, "policy": pol, "precise": ref._precise(gold, fp32)}
+    return ref._cache["lora"]
+
+
+def check_lora(ctx: CheckContext) -> judge.Verdict:
+    """peft LoRA on the device: the same adapters (initial weights copied from the reference), one AdamW step;
+    loss, adapter gradients and adapter weights after the step against the CPU; frozen base weights unchanged."""
+    refs = lora_reference(ctx)
+    dev = ctx.device.torch_device
+    model = lora_mod.add_adapters(load_model(ctx.ref.path, dev), refs["targets"], ctx.ref.seed)
+    lora_mod.load_adapter_state(model, refs["init"])
+    frozen = {n: t.to("cpu").clone() for n, t in lora_mod.frozen_state(model).items()}
+    got = lora_mod.lora_step(model, ctx.ref.inputs, dev)
+    ctx.device.synchronize()
+    pol, precise = refs["policy"], refs["precise"]
+    verdicts = {part: judge.judge_numerics(got[part], pol[part], precise[part] if precise else None,
+                                           ctx.ref.policy, what=f"adapter {part}" if part != "loss" else part)
+                for part in ("loss", "grads", "params")}
+    after = lora_mod.frozen_state(model)
+    changed = [n for n, before in frozen.items() if not torch.equal(after[n].to("cpu"), before)]
+    if changed:  # nothing may write a frozen weight: tolerance 0
+        verdicts["frozen"] = judge.Verdict(Status.MISMATCH, {"changed": len(changed)},
+                                           f"lora: {len(changed)} frozen base weights changed, e.g. {changed[0]}")
+    verdict = judge.judge_all(verdicts)
+    verdict.metrics.update(targets=len(refs["targets"].names), target_rule=refs["targets"].rule,
+                           adapter_params=int(got["params"].numel()), frozen_tensors=len(frozen))
+    return verdict
+
+
+# --- sft --------------------------------------------------------------------------------------------------------
+
+
+def sft_reference(ctx: CheckContext) -> dict[str, torch.Tensor | None]:
+    """The CPU loss curve (cached): at fp32 and at the device's policy precision."""
+    ref = ctx.ref
+    if "sft" not in ref._cache:
+        try:
+            fp32 = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True)
+            if ref.policy in judge.REDUCED_POLICIES:
+                with policy_mode(ref.policy):
+                    pol = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True)
+            else:
+                pol = fp32
+        except Exception as exc:
+            raise ReferenceFailure(f"reference sft run failed: {type(exc).__name__}: {exc}") from exc
+        # No fp64 SFT run: the policy run is measured against the fp32 one where they differ (reference.py's rule).
+        ref._cache["sft"] = {"policy": pol, "precise": ref._precise(None, fp32)}
+    return ref._cache["sft"]
+
+
+def check_sft(ctx: CheckContext) -> judge.Verdict:
+    """trl SFTTrainer, 2 steps with ``use_cpu=False`` on the device; its loss curve against the CPU run's.
+
+    The device is named to Accelerate (``ACCELERATE_TORCH_DEVICE``); Trainer's own defaults (fused AdamW, pinned
+    DataLoader memory, TRL's Neuron padding) stay, so what a standard SFT script hits on the device is what fails."""
+    refs = sft_reference(ctx)
+    # On the cpu device the device's own setting is use_cpu=True (Trainer's way to pick the CPU); with
+    # use_cpu=False Trainer would take any registered accelerator instead.
+    on_cpu = torch.device(ctx.device.torch_device).type == "cpu"
+    got = sft_losses(ctx.ref.path, ctx.ref.inputs, ctx.device.torch_device, seed=ctx.ref.seed, reference=on_cpu)
+    verdict = judge.judge_numerics(got, refs["policy"], refs["precise"], ctx.ref.policy, what="loss curve")
+    verdict.metrics["losses"] = [float(x) for x in got]
+    verdict.metrics["ref_losses"] = [float(x) for x in refs["policy"]]
+    return verdict
+
+
+# --- fsdp / tp --------------------------------------------------------------------------------------------------
+
+
+def distributed_record(ctx: CheckContext, check: Check) -> ResultRecord:
+    """The record of fsdp or tp. The first of them launches one group for every distributed check still to run
+    (a group stopped early by a failure is launched again for the checks it never reached)."""
+    base = {"architecture": ctx.architecture, "rank": ctx.rank, "device": ctx.device.name, "check": check}
+    t0 = time.perf_counter()
+    if check == Check.TP and (why := no_tp_plan_reason(ctx.ref.model)):
+        return ResultRecord(**base, status=Status.SKIPPED, reason=why)
+    run = ctx.cache.get("group")
+    launched = run is None or not any(str(check) in r for r in run.results)
+    if launched:
+        todo = [c for c in ctx.checks if c in DISTRIBUTED_CHECKS and ctx.checks.index(c) >= ctx.checks.index(check)
+                and not (c == Check.TP and no_tp_plan_reason(ctx.ref.model))]
+        try:
+            run = run_distributed(ctx.architecture, ctx.ref, ctx.device.name, todo or [check], ctx.ref.seed)
+        except Exception as exc:  # noqa: BLE001 - the launcher's own failure is the harness's
+            return ResultRecord(**base, status=Status.HARNESS_ERROR,
+                                reason=f"rank group launch failed: {type(exc).__name__}: {exc}"[:500],
+                                duration_s=time.perf_counter() - t0)
+        ctx.cache["group"] = run
+    try:
+        fields = group_verdict(run, check, ctx.ref)
+    except ReferenceFailure as exc:
+        return ResultRecord(**base, status=Status.REFERENCE_FAIL, reason=str(exc)[:500])
+    # The check's cost: its own time on the slower rank; the check that launched the group also carries the
+    # group's start-up (processes, imports, rendezvous) and teardown.
+    own = max(fields["metrics"].get("rank_seconds") or [0.0])
+    if launched:
+        others = sum(max((r[c]["duration_s"] for r in run.results if c in r), default=0.0)
+                     for c in {c for r in run.results for c in r} - {str(check)})
+        own = max(own, run.duration_s - others)
+    fields["metrics"]["group_wall_s"] = run.duration_s
+    return ResultRecord(**base, duration_s=own, **fields)
