@@ -121,6 +121,25 @@ def get_device_name(device: int | str | torch.device | None = None) -> str:
     return f"{hw.neuroncore} (simulated {hw.generation}, LNC={CONFIG.lnc}) #{_index(device)}"
 
 
+class DeviceProperties:
+    """``torch.neuron.get_device_properties``' result: ``name`` and ``total_memory`` (bytes), as the real backend's
+    NeuronDeviceProperties (torch_neuronx/neuron.py:287 and csrc/core/NeuronBindings.cpp:249-252,376-400 at
+    parmoham-aws/test-repo-parmoham@98154b867aa24562a3213e520d9ad7fd41032291, pre-beta, INDICATIVE). The real name
+    is the EC2 instance type, which a simulation has none of: the simulated device's name stands in for it."""
+
+    def __init__(self, name: str, total_memory: int) -> None:
+        self.name = name
+        self.total_memory = total_memory
+
+    def __repr__(self) -> str:
+        return f"NeuronDeviceProperties(name='{self.name}', total_memory={self.total_memory})"
+
+
+def get_device_properties(device: int | str | torch.device | None = None) -> DeviceProperties:
+    """Name and memory of one device (TRL asks for it whenever a trainer is built on neuron)."""
+    return DeviceProperties(get_device_name(device), CONFIG.memory_per_core)
+
+
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.bfloat16, torch.float16]
 

@@ -69,8 +69,32 @@ def register() -> bool:
     torch._C._acc.register_python_privateuseone_hook(_Hooks())
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     factories.register()
+    _register_pinning()
     _state["registered"] = True
     return True
+
+
+_PIN_OP = torch.ops.aten._pin_memory.default
+_COMPOSITE = torch._C.DispatchKeySet(torch._C.DispatchKey.CompositeExplicitAutograd)
+_libs: list = []  # keeps the IMPL library alive
+
+
+def _pin_memory(self: torch.Tensor, device: torch.device | str | None = None) -> torch.Tensor:
+    """Pinned host memory for the neuron device. The real backend pins through its host allocator
+    (NeuronHooksInterface.h:26-37 getPinnedMemoryAllocator / isPinnedPtr at parmoham-aws/test-repo-parmoham@
+    98154b867aa24562a3213e520d9ad7fd41032291, pre-beta, INDICATIVE), so Trainer's default pinned data loader works.
+    PyTorch's Python PrivateUse1 hooks cannot supply an allocator, so the simulation returns an ordinary host copy:
+    pinning is a transfer-speed feature, the values are the same. Other devices keep PyTorch's own kernel."""
+    target = torch.device(device) if device is not None else torch.accelerator.current_accelerator()
+    if target is not None and target.type == NAME:
+        return self.clone()
+    return _PIN_OP.redispatch(_COMPOSITE, self, device)
+
+
+def _register_pinning() -> None:
+    lib = torch.library.Library("aten", "IMPL")  # a CPU kernel in front of the composite one
+    lib.impl("_pin_memory", _pin_memory, "CPU")
+    _libs.append(lib)
 
 
 def reason_not_registered() -> str | None:

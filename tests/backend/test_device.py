@@ -213,3 +213,18 @@ def test_a_fresh_process_registers_and_reports(tmp_path):
 
 def test_version_is_exposed_for_the_harness():
     assert neuron_backend.__version__ == neuron_backend.device_info()["backend_version"]
+
+
+def test_device_properties_name_the_device_and_its_memory(dev):
+    # TRL reads torch.neuron.get_device_properties(0).name whenever a trainer is built on neuron.
+    props = torch.neuron.get_device_properties(0)
+    assert props.name == torch.neuron.get_device_name(0)
+    assert props.total_memory == neuron_backend.config.CONFIG.memory_per_core > 0
+
+
+def test_pin_memory_for_the_device_gives_a_host_copy(dev):
+    # Trainer's data loader pins batches for the accelerator by default (the real backend has a pinned allocator).
+    t = torch.arange(6).reshape(2, 3)
+    pinned = t.pin_memory(dev.type)
+    assert pinned.device.type == "cpu" and torch.equal(pinned, t) and pinned.data_ptr() != t.data_ptr()
+    assert torch.equal(t.pin_memory(), t)  # the current accelerator is neuron in this process

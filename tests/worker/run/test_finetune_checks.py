@@ -34,19 +34,25 @@ FINETUNE = [Check.LORA, Check.SFT, Check.FSDP, Check.TP]
 
 @pytest.fixture(autouse=True, scope="module")
 def _device_settings():
-    # CPU fallback on in this process and in the ranks (they read NEURON_CPU_FALLBACK at import): the vendor's
-    # default, which the device helper is making the simulation's default too. FSDP2's copy-in uses
-    # aten::_foreach_copy_, outside the op table (strict mode fails fsdp on it, attributed: see the sweep notes).
-    before = os.environ.get("NEURON_CPU_FALLBACK")
-    os.environ["NEURON_CPU_FALLBACK"] = "1"
-    saved = neuron_backend.config.CONFIG.cpu_fallback
+    # CPU fallback on (the vendor's default, and the simulation's) in this process and in the ranks (they read the
+    # environment at import). TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 (a real torch-neuronx variable) lets tiny
+    # Mixtral's experts past trn2's _grouped_mm 128-alignment known issue, so the checks' own machinery is what
+    # these tests exercise on a MoE model; tests/backend/test_models.py covers the known issue itself.
+    names = ("NEURON_CPU_FALLBACK", "TORCH_NEURONX_SKIP_OP_PRECONDITIONS")
+    before = {n: os.environ.get(n) for n in names}
+    os.environ.update(dict.fromkeys(names, "1"))
+    cfg = neuron_backend.config.CONFIG
+    saved = (cfg.cpu_fallback, cfg.skip_op_preconditions)
     neuron_backend.set_cpu_fallback(True)
+    cfg.skip_op_preconditions = True
     yield
-    neuron_backend.set_cpu_fallback(saved)
-    if before is None:
-        os.environ.pop("NEURON_CPU_FALLBACK", None)
-    else:
-        os.environ["NEURON_CPU_FALLBACK"] = before
+    neuron_backend.set_cpu_fallback(saved[0])
+    cfg.skip_op_preconditions = saved[1]
+    for n, v in before.items():
+        if v is None:
+            os.environ.pop(n, None)
+        else:
+            os.environ[n] = v
 
 
 @functools.cache
@@ -103,15 +109,12 @@ def test_sft_on_cpu_matches_the_reference_curve(arch: str) -> None:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_sft_on_neuron_runs_on_the_device_or_names_the_missing_api(arch: str) -> None:
+def test_sft_on_neuron_matches_the_cpu_curve(arch: str) -> None:
+    # trl 1.16 asks torch.neuron.get_device_properties(0) and Trainer pins batches for the accelerator: both are
+    # part of the device now, so the standard SFT step runs on neuron.
     rec = _records(arch, "neuron")[Check.SFT]
-    if rec.status == Status.ERROR:
-        # trl 1.16's trainers call torch.neuron.get_device_properties(0) on a neuron device
-        # (trl/trainer/base_trainer.py _send_telemetry); the simulation lacks it (requested from the device owners in
-        # notes/contract-requests.md). Any other error fails this test.
-        assert "get_device_properties" in rec.error.message, _explain(rec)
-    else:
-        assert rec.status == Status.PASS, _explain(rec)
+    assert rec.status == Status.PASS, _explain(rec)
+    assert len(rec.metrics["losses"]) == 2
 
 
 def test_lora_discovers_attention_projections_only() -> None:
