@@ -232,7 +232,10 @@ def _tiny_arch(name: str):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["Llama4ForCausalLM", "Qwen3_5ForCausalLM", "MixtralForCausalLM"])
+# Mixtral is not here: on trn2 it stops at _grouped_mm's alignment known issue, as the profile decides
+# (test_moe_model_fails_on_grouped_mm_alignment_as_the_profile_decides); tiny Llama's sampling generate is
+# tests/backend/test_conformance_generate.py.
+@pytest.mark.parametrize("name", ["Llama4ForCausalLM", "Qwen3_5ForCausalLM"])
 def test_architectures_run_out_of_the_box_with_sampling_and_strict_names_the_op(dev, name):
     # Issue 11 acceptance: out of the box on trn2 (fallback allowed) forward + sampling generate run; under strict
     # the first op without a device implementation is named (which one is the profile's op-table decision).
