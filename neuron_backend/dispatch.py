@@ -296,10 +296,7 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
     if decision == policy.MATERIALIZE:
         return wrap(numerics.materialize(func(*new_args, **new_kwargs)), core)
     if decision == policy.FALLBACK:
-        stats.record_fallback(func, dtypes)
-        out = fallback.run_on_host(func, new_args, new_kwargs)  # widens where the host kernel lacks the dtype
-        _note_entries(out)
-        return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
+        return _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core)
     if decision == policy.KERNEL_FAIL:
         # The decision is cached per (op, dtypes); whether the known failure applies can depend on the values
         # (_grouped_mm's offs), so it is asked per call. None: the native kernel runs.
@@ -315,13 +312,18 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
         # The device kernel failed at execution: torch-neuronx retries the op on the CPU unless
         # TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1 (CPUFallbackExecutor; docs/environment_variables.md in
         # the pre-beta source, INDICATIVE).
-        stats.record_fallback(func, dtypes, reason=f"kernel failed: {err.reason}")
-        out = fallback.run_on_host(func, new_args, new_kwargs)
-        _note_entries(out)
-        return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
+        return _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, f"kernel failed: {err.reason}")
     if _tracing(new_args):
         raise _graph_break(func, err)
     raise err
+
+
+def _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, reason: str = ""):
+    """The CPU fallback: recorded (and warned once per op), run on the host, the result copied back."""
+    stats.record_fallback(func, dtypes, reason=reason)
+    out = fallback.run_on_host(func, new_args, new_kwargs)  # widens where the host kernel lacks the dtype
+    _note_entries(out)
+    return _wrap_out(func, numerics.host_result(out), args, kwargs, core)
 
 
 def _note_entries(out) -> None:

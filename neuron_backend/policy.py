@@ -27,10 +27,7 @@ _COMPLEX = (torch.complex64, torch.complex128, torch.complex32)
 _decomposing: set = set()
 # (op, dtypes) -> (error class, reason) for rejected keys, so the error raised later carries the decision's reason.
 _rejections: dict[tuple, tuple[type[NeuronUnsupportedOpError], str]] = {}
-KernelError = errors.NeuronKernelError
-
-
-class NeuronKernelValueError(KernelError, ValueError):
+class NeuronKernelValueError(errors.NeuronKernelError, ValueError):
     """A known kernel failure the real device raises as ValueError (grouped_mm's can_handle)."""
 
 
@@ -110,7 +107,7 @@ def _verdict(func, dtypes: list[torch.dtype]) -> tuple[int, type[NeuronUnsupport
     if name in prof.kernel_failures:
         issue = prof.kernel_failures[name]
         if issue.dtypes is None or any(d in issue.dtypes for d in dtypes):
-            return KERNEL_FAIL, NeuronKernelValueError if issue.error == "ValueError" else KernelError, (
+            return KERNEL_FAIL, NeuronKernelValueError if issue.error == "ValueError" else errors.NeuronKernelError, (
                 f"{issue.reason} ({issue.source})")
     if entry.cls == "composite":
         if decision_is_composite(func):  # CompositeImplicitAutograd: its own kernel is its lowering
