@@ -86,6 +86,18 @@ def error_info(exc: BaseException) -> ErrorInfo:
                      message=str(exc)[:MAX_MESSAGE], traceback="\n".join(short))
 
 
+def raised_at(exc: BaseException, libraries: tuple[str, ...] = ()) -> str | None:
+    """Where ``exc`` was raised, as ``package/path.py:LINE in function`` (the path from site-packages on): the
+    innermost frame inside one of ``libraries`` (e.g. ``("trl/",)``: the library the check drives, not the config
+    accessor or module call it raised through), else the innermost frame."""
+    frames = tb.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
+    if not frames:
+        return None
+    rel = [(f, f.filename.replace("\\", "/").split("site-packages/")[-1]) for f in frames]
+    chosen = next(((f, p) for f, p in reversed(rel) if p.startswith(libraries)), rel[-1]) if libraries else rel[-1]
+    return f"{chosen[1]}:{chosen[0].lineno} in {chosen[0].name}"
+
+
 def error_digest(exc_type: str, message: str) -> str:
     """A stable 12-hex id for 'the same error': class + message with numbers, hex and quoted paths blanked."""
     norm = re.sub(r"0x[0-9a-f]+|\d+", "N", message.splitlines()[0] if message else "")

@@ -15,11 +15,21 @@ import torch
 
 from compat.results import DISTRIBUTED_CHECKS, Check, ResultRecord, Status
 from worker.judge import judge
+from worker.judge.attribution import raised_at
 from worker.run import lora as lora_mod
 from worker.run.context import CheckContext
 from worker.run.distributed import group_verdict, no_tp_plan_reason, run_distributed
 from worker.run.reference import ReferenceFailure, load_model, policy_mode
 from worker.run.sft import sft_losses
+
+
+def reference_failure(what: str, exc: BaseException, library: str) -> ReferenceFailure:
+    """The CPU side failed: say what, the error, and where in ``library`` (the one the check drives) it was
+    raised, so a user sees at once that TRL's or PEFT's own code fails on this architecture."""
+    where = raised_at(exc, (f"{library}/",))
+    # Where first: the record's reason keeps the first 500 characters, and messages can be long.
+    return ReferenceFailure(f"{what}" + (f" at {where}" if where else "") + f": {type(exc).__name__}: {exc}")
+
 
 # --- lora -------------------------------------------------------------------------------------------------------
 
@@ -42,7 +52,7 @@ def lora_reference(ctx: CheckContext) -> dict[str, Any]:
         else:
             pol = fp32
     except Exception as exc:
-        raise ReferenceFailure(f"reference lora step failed: {type(exc).__name__}: {exc}") from exc
+        raise reference_failure("reference lora step failed", exc, "peft") from exc
     gold = None
     if ref._golden_model is not None:  # the architecture ran in fp64 for the forward reference
         golden = lora_mod.golden_copy(peft_model)
@@ -94,7 +104,7 @@ def sft_reference(ctx: CheckContext) -> dict[str, torch.Tensor | None]:
             else:
                 pol = fp32
         except Exception as exc:
-            raise ReferenceFailure(f"reference sft run failed: {type(exc).__name__}: {exc}") from exc
+            raise reference_failure("reference sft run failed", exc, "trl") from exc
         # No fp64 SFT run: the policy run is measured against the fp32 one where they differ (reference.py's rule).
         ref._cache["sft"] = {"policy": pol, "precise": ref._precise(None, fp32)}
     return ref._cache["sft"]
@@ -117,6 +127,26 @@ def check_sft(ctx: CheckContext) -> judge.Verdict:
 
 
 # --- fsdp / tp --------------------------------------------------------------------------------------------------
+
+
+# A device group's error or mismatch may be the parallel plan's own (Transformers' tp_plan, FSDP2 on this model),
+# not the device's: the same group on the CPU decides. An op or dtype the device refused, a crash or a timeout is
+# the device's by itself and costs no CPU group.
+GROUP_BLAME_STATUSES = (Status.ERROR, Status.MISMATCH)
+
+
+def cpu_group_blame(ctx: CheckContext, check: Check) -> None:
+    """Raise ReferenceFailure when ``check``'s 2-rank group fails on the CPU too (run once per architecture and
+    check, cached): the single-process CPU reference passing does not show that 2 ranks can run it at all."""
+    key = f"group-cpu-{check}"
+    if key not in ctx.ref._cache:
+        run = run_distributed(ctx.architecture, ctx.ref, "cpu", [check], ctx.ref.seed)
+        ctx.ref._cache[key] = group_verdict(run, check, ctx.ref)
+    cpu = ctx.ref._cache[key]
+    if cpu["status"] != Status.PASS:
+        err = cpu.get("error")
+        detail = f"{err.type}: {err.message}" if err is not None else cpu.get("reason") or ""
+        raise ReferenceFailure(f"the same 2-rank {check} group fails on the CPU too ({cpu['status']}): {detail}")
 
 
 def distributed_record(ctx: CheckContext, check: Check) -> ResultRecord:
@@ -142,6 +172,17 @@ def distributed_record(ctx: CheckContext, check: Check) -> ResultRecord:
         fields = group_verdict(run, check, ctx.ref)
     except ReferenceFailure as exc:
         return ResultRecord(**base, status=Status.REFERENCE_FAIL, reason=str(exc)[:500])
+    if fields["status"] in GROUP_BLAME_STATUSES and torch.device(ctx.device.torch_device).type != "cpu":
+        try:
+            cpu_group_blame(ctx, check)
+        except ReferenceFailure as exc:  # the device's error stays in the record, blamed on the reference
+            return ResultRecord(**base, status=Status.REFERENCE_FAIL, reason=str(exc)[:500],
+                                error=fields.get("error"), metrics=fields["metrics"],
+                                fallback_ops=fields["fallback_ops"], duration_s=time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001 - the CPU group's launch failing is the harness's
+            return ResultRecord(**base, status=Status.HARNESS_ERROR,
+                                reason=f"CPU rank group launch failed: {type(exc).__name__}: {exc}"[:500],
+                                duration_s=time.perf_counter() - t0)
     # The check's cost: its own time on the slower rank; the check that launched the group also carries the
     # group's start-up (processes, imports, rendezvous) and teardown.
     own = max(fields["metrics"].get("rank_seconds") or [0.0])

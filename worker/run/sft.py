@@ -69,15 +69,17 @@ def accelerate_device(device: str | None) -> Iterator[None]:
 
 def sft_config(out_dir: Path, *, use_cpu: bool, seed: int) -> SFTConfig:
     """TRL's defaults except what the comparison needs: a fixed 2-step run, one loss logged per step, a constant
-    learning rate, fp32 (``bf16`` would default on: trl/trainer/base_config.py), no gradient checkpointing (on by
-    default there; not every architecture supports it, and it is a memory saver, not what is measured), nothing
+    learning rate, fp32 (``bf16`` would default on: trl/trainer/base_config.py), no activation checkpointing (TRL's
+    ``gradient_checkpointing`` defaults on; not every architecture supports it, and it is a memory saver, not what
+    is measured; spelled by its transformers 5.23 name, of which ``gradient_checkpointing`` is the deprecated alias,
+    transformers/training_args.py ``__post_init__``), nothing
     saved or reported. The optimizer stays Transformers' default (``adamw_torch_fused`` for torch >= 2.8,
     transformers/training_args.py) and the padding TRL picks for the device (``pad_to_multiple_of`` 128 on
     Neuron, trl/trainer/sft_config.py)."""
     return SFTConfig(
         output_dir=str(out_dir), use_cpu=use_cpu, max_steps=SFT_STEPS, per_device_train_batch_size=BATCH,
         learning_rate=LR, lr_scheduler_type="constant", warmup_steps=0, logging_steps=1, save_strategy="no",
-        report_to="none", bf16=False, fp16=False, gradient_checkpointing=False, seed=seed, data_seed=seed,
+        report_to="none", bf16=False, fp16=False, activation_checkpointing=False, seed=seed, data_seed=seed,
         dataloader_num_workers=0, disable_tqdm=True, max_length=None, packing=False,
     )
 

@@ -6,7 +6,7 @@ import torch
 
 from compat.results import Status
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
-from worker.judge.attribution import attribute, error_digest, format_op, op_name
+from worker.judge.attribution import attribute, error_digest, format_op, op_name, raised_at
 from worker.run.optrace import OpRecorder
 
 
@@ -120,3 +120,21 @@ def test_collective_of_names_the_collective_a_rank_failed_in() -> None:
     assert collective_of(wrapped) == "c10d::allreduce_"
     assert collective_of(RuntimeError("fsdp::all_gather_copy_in failed on rank 1")) == "fsdp::all_gather_copy_in"
     assert collective_of(RuntimeError("shape mismatch in aten::mm")) is None
+
+
+def test_raised_at_names_the_innermost_frame_of_the_library_asked_for() -> None:
+    # Real failures inside torch: without a library the innermost Python frame is named; with "torch/nn/" the
+    # innermost frame inside it (the path from site-packages on).
+    try:
+        torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 5))
+    except RuntimeError as exc:
+        caught = exc
+    assert raised_at(caught).endswith("in test_raised_at_names_the_innermost_frame_of_the_library_asked_for")
+    assert "test_attribution.py:" in raised_at(caught)  # F.linear is C++: the innermost Python frame is this test
+    try:
+        torch.nn.Linear(5, 4)(torch.ones(2, 3))
+    except RuntimeError as exc:
+        caught = exc
+    where = raised_at(caught, ("torch/nn/",))
+    assert where.startswith("torch/nn/modules/linear.py:") and where.endswith("in forward"), where
+    assert raised_at(ValueError("never raised")) is None

@@ -117,6 +117,26 @@ def test_sft_on_neuron_matches_the_cpu_curve(arch: str) -> None:
     assert len(rec.metrics["losses"]) == 2
 
 
+def test_a_plan_that_fails_on_the_cpu_group_too_is_blamed_on_the_reference() -> None:
+    # Transformers 5.23's tp_plan for LFM2 breaks DTensor's unpadding on 2 ranks on the CPU as on the device
+    # ("narrow unexpectedly changed concrete size"): not the device's failure, so reference_fail with the CPU
+    # group's error, and the device's own error kept in the record.
+    entry = next(e for e in registry_entries() if e.name == "Lfm2ForCausalLM")
+    (rec,) = run_architecture(entry, resolve_device("neuron"), [Check.TP])
+    assert rec.status == Status.REFERENCE_FAIL, _explain(rec)
+    assert rec.reason.startswith("the same 2-rank tp group fails on the CPU too"), rec.reason
+    assert rec.error is not None and "narrow" in rec.error.message
+
+
+def test_a_trl_failure_on_the_cpu_names_trl() -> None:
+    # TRL 1.16's fused LM head reads config.num_experts, which GraniteMoe's config spells num_local_experts: the
+    # standard SFT script fails on the CPU as well, so the record says reference_fail and where in TRL it broke.
+    entry = next(e for e in registry_entries() if e.name == "GraniteMoeForCausalLM")
+    (rec,) = run_architecture(entry, resolve_device("cpu"), [Check.SFT])
+    assert rec.status == Status.REFERENCE_FAIL, _explain(rec)
+    assert "at trl/trainer/utils.py:" in rec.reason and "num_experts" in rec.reason, rec.reason
+
+
 def test_lora_discovers_attention_projections_only() -> None:
     # gate_proj under an attention block is still an MLP-style name that Transformers may fuse: never a target
     model = torch.nn.Module()
