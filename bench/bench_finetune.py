@@ -14,7 +14,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-CHECKS = ("lora", "sft", "fsdp", "tp")
+CHECKS = ("lora", "sft", "fsdp", "tp")  # first, in this order; any other check in the report follows
 NOT_BUILT = ("not built", "remote code", "tiny model build failed", "refused before allocation")
 
 
@@ -24,8 +24,11 @@ def summarise(report: dict) -> dict:
         by_arch.setdefault(r["architecture"], {})[r["check"]] = r
     buildable = {a: recs for a, recs in by_arch.items()
                  if not any((r.get("reason") or "").startswith(NOT_BUILT) for r in recs.values())}
-    out: dict = {"architectures": len(by_arch), "buildable": len(buildable), "checks": {}}
-    for check in CHECKS:
+    run = report.get("run") or {}
+    out: dict = {"architectures": len(by_arch), "buildable": len(buildable), "checks": {},
+                 "run": {k: run.get(k) for k in ("started_at", "finished_at", "device", "status") if k in run}}
+    present = list(dict.fromkeys(r["check"] for r in report["results"]))
+    for check in [c for c in CHECKS if c in present] + [c for c in present if c not in CHECKS]:
         recs = [recs[check] for recs in buildable.values() if check in recs]
         if not recs:
             continue
@@ -34,6 +37,10 @@ def summarise(report: dict) -> dict:
         out["checks"][check] = {
             "records": len(recs), "statuses": dict(statuses),
             "pass_rate_buildable": round(statuses["pass"] / len(recs), 3),
+            # native: passed with no op run on the CPU by fallback (the device's own kernels only)
+            "native_pass": sum(1 for r in recs if r["status"] == "pass" and not r.get("fallback_ops")),
+            "top_fallback_ops": Counter(op for r in recs if r["status"] == "pass"
+                                        for op in r.get("fallback_ops") or []).most_common(5),
             "seconds_mean": round(statistics.fmean(secs), 2) if secs else None,
             "seconds_median": round(statistics.median(secs), 2) if secs else None,
             "seconds_p90": round(secs[int(0.9 * (len(secs) - 1))], 2) if secs else None,

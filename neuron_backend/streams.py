@@ -83,8 +83,20 @@ class Stream(torch.Stream):
         _pop(self.device_index)
 
 
-class Event:
-    """A marker on a stream; ``elapsed_time`` is host time between two records (``enable_timing=True``)."""
+class Event(torch.Event):
+    """A marker on a stream; ``elapsed_time`` is host time between two records (``enable_timing=True``).
+
+    Its memory is a ``torch.Event``'s, as the real event's is a ``THPEvent``'s (``struct THNPEvent : THPEvent``,
+    torch_neuronx/csrc/Stream.h at the SOURCE above): PyTorch's C++ reads it as one, e.g. FSDP2's
+    ``torch.accelerator.current_stream().wait_event(all_gather_event)`` (_fsdp_param_group.py finalize_backward,
+    torch 2.13). A plain Python object there was read as garbage ("Unknown device: 96"). One difference:
+    ``isinstance(event, torch.Event)`` is True here, False for the real type (its ``tp_base`` is 0, Stream.cpp).
+    The C++ event is never recorded (``record`` below is Python), so a C++ wait on it returns at once, as every
+    wait here does."""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False) -> Event:
+        return super().__new__(cls, device=torch.device("neuron", _resolve(None)), enable_timing=enable_timing,
+                               blocking=blocking)
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False) -> None:
         self.enable_timing = enable_timing

@@ -79,3 +79,16 @@ def test_elapsed_time_needs_timing_and_records():
     c, d = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
     with pytest.raises(RuntimeError, match="recorded"):
         c.elapsed_time(d)
+
+
+def test_pytorch_cpp_reads_a_neuron_event_as_an_event(dev):
+    # FSDP2's finalize_backward waits on its all-gather event through torch.accelerator's C++ stream
+    # (torch 2.13 _fsdp_param_group.py); the real event is a THPEvent in memory (torch_neuronx/csrc/Stream.h).
+    # Before, a plain Python event was read as garbage there: "Unknown device: <n>".
+    event = torch.neuron.Event()
+    event.record()
+    stream = torch.accelerator.current_stream()
+    assert stream.device_type == 20  # c10::DeviceType::PrivateUse1, which "neuron" names
+    stream.wait_event(event)  # returns: every op has finished when it returns
+    torch.neuron.current_stream().wait_event(event)
+    assert event.query()
