@@ -20,7 +20,7 @@ from worker.run import lora as lora_mod
 from worker.run.context import CheckContext
 from worker.run.distributed import group_verdict, no_tp_plan_reason, run_distributed
 from worker.run.reference import ReferenceFailure, load_model, policy_mode
-from worker.run.sft import sft_losses
+from worker.run.sft import device_padding, sft_losses
 
 
 def reference_failure(what: str, exc: BaseException, library: str) -> ReferenceFailure:
@@ -92,21 +92,24 @@ def check_lora(ctx: CheckContext) -> judge.Verdict:
 # --- sft --------------------------------------------------------------------------------------------------------
 
 
-def sft_reference(ctx: CheckContext) -> dict[str, torch.Tensor | None]:
-    """The CPU loss curve (cached): at fp32 and at the device's policy precision."""
+def sft_reference(ctx: CheckContext) -> dict[str, Any]:
+    """The CPU loss curve (cached): at fp32 and at the device's policy precision, on batches padded as TRL pads
+    them for the device (``sft.device_padding``)."""
     ref = ctx.ref
     if "sft" not in ref._cache:
+        pad = device_padding(ctx.device.torch_device)
         try:
-            fp32 = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True)
+            fp32 = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True, pad_to_multiple_of=pad)
             if ref.policy in judge.REDUCED_POLICIES:
                 with policy_mode(ref.policy):
-                    pol = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True)
+                    pol = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True,
+                                     pad_to_multiple_of=pad)
             else:
                 pol = fp32
         except Exception as exc:
             raise reference_failure("reference sft run failed", exc, "trl") from exc
         # No fp64 SFT run: the policy run is measured against the fp32 one where they differ (reference.py's rule).
-        ref._cache["sft"] = {"policy": pol, "precise": ref._precise(None, fp32)}
+        ref._cache["sft"] = {"policy": pol, "precise": ref._precise(None, fp32), "pad_to_multiple_of": pad}
     return ref._cache["sft"]
 
 
@@ -123,6 +126,7 @@ def check_sft(ctx: CheckContext) -> judge.Verdict:
     verdict = judge.judge_numerics(got, refs["policy"], refs["precise"], ctx.ref.policy, what="loss curve")
     verdict.metrics["losses"] = [float(x) for x in got]
     verdict.metrics["ref_losses"] = [float(x) for x in refs["policy"]]
+    verdict.metrics["pad_to_multiple_of"] = refs["pad_to_multiple_of"]
     return verdict
 
 

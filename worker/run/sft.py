@@ -67,7 +67,7 @@ def accelerate_device(device: str | None) -> Iterator[None]:
             os.environ["ACCELERATE_TORCH_DEVICE"] = before
 
 
-def sft_config(out_dir: Path, *, use_cpu: bool, seed: int) -> SFTConfig:
+def sft_config(out_dir: Path, *, use_cpu: bool, seed: int, pad_to_multiple_of: int | None = None) -> SFTConfig:
     """TRL's defaults except what the comparison needs: a fixed 2-step run, one loss logged per step, a constant
     learning rate, fp32 (``bf16`` would default on: trl/trainer/base_config.py), no activation checkpointing (TRL's
     ``gradient_checkpointing`` defaults on; not every architecture supports it, and it is a memory saver, not what
@@ -75,22 +75,37 @@ def sft_config(out_dir: Path, *, use_cpu: bool, seed: int) -> SFTConfig:
     transformers/training_args.py ``__post_init__``), nothing
     saved or reported. The optimizer stays Transformers' default (``adamw_torch_fused`` for torch >= 2.8,
     transformers/training_args.py) and the padding TRL picks for the device (``pad_to_multiple_of`` 128 on
-    Neuron, trl/trainer/sft_config.py)."""
+    Neuron, trl/trainer/sft_config.py), unless ``pad_to_multiple_of`` is given: the CPU reference takes the
+    device run's, so both compute the same padded batch (``device_padding``)."""
     return SFTConfig(
         output_dir=str(out_dir), use_cpu=use_cpu, max_steps=SFT_STEPS, per_device_train_batch_size=BATCH,
         learning_rate=LR, lr_scheduler_type="constant", warmup_steps=0, logging_steps=1, save_strategy="no",
         report_to="none", bf16=False, fp16=False, activation_checkpointing=False, seed=seed, data_seed=seed,
         dataloader_num_workers=0, disable_tqdm=True, max_length=None, packing=False,
+        # None: TRL's own choice for the device it trains on (its default "auto"); passing None would turn it off
+        **({} if pad_to_multiple_of is None else {"pad_to_multiple_of": pad_to_multiple_of}),
     )
 
 
-def sft_losses(path: Path, inputs: dict[str, torch.Tensor], device: str, *, seed: int, reference: bool
-               ) -> torch.Tensor:
+def device_padding(device: str) -> int | None:
+    """The ``pad_to_multiple_of`` TRL picks when it trains on ``device`` (1.16.0: 128 on Neuron, none elsewhere,
+    trl/trainer/sft_config.py ``__post_init__``), read from TRL itself rather than restated. Padding changes the
+    loss of a model that does not mask pads out (CpmAnt: 24.50 unpadded vs 25.78 padded to 128, on the CPU), so
+    the reference must pad as the device run does or the device is blamed for TRL's choice."""
+    if torch.device(device).type == "cpu":
+        return None
+    with tempfile.TemporaryDirectory(prefix="compat-sft-") as tmp, accelerate_device(device):
+        return sft_config(Path(tmp), use_cpu=False, seed=0).pad_to_multiple_of
+
+
+def sft_losses(path: Path, inputs: dict[str, torch.Tensor], device: str, *, seed: int, reference: bool,
+               pad_to_multiple_of: int | None = None) -> torch.Tensor:
     """Run SFTTrainer for SFT_STEPS and return the logged training loss of each step: the CPU reference with
-    ``use_cpu=True``, or the device run with ``use_cpu=False`` and ``device`` named to Accelerate."""
+    ``use_cpu=True`` (and the device run's padding, ``pad_to_multiple_of``), or the device run with
+    ``use_cpu=False`` and ``device`` named to Accelerate."""
     vocab = int(inputs["input_ids"].max()) + 1
     with tempfile.TemporaryDirectory(prefix="compat-sft-") as tmp, accelerate_device(None if reference else device):
-        args = sft_config(Path(tmp), use_cpu=reference, seed=seed)
+        args = sft_config(Path(tmp), use_cpu=reference, seed=seed, pad_to_multiple_of=pad_to_multiple_of)
         model = load_model(path, "cpu")  # Trainer places it on args.device, as for any user
         trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(inputs["input_ids"]),
                              processing_class=tiny_tokenizer(vocab))

@@ -137,6 +137,15 @@ def test_a_trl_failure_on_the_cpu_names_trl() -> None:
     assert "at trl/trainer/utils.py:" in rec.reason and "num_experts" in rec.reason, rec.reason
 
 
+def test_sft_reference_pads_as_trl_pads_for_the_device() -> None:
+    # TRL pads batches to a multiple of 128 on Neuron only, and CpmAnt's loss depends on padding (it does not mask
+    # pads out): an unpadded CPU reference blamed the device for TRL's choice (loss 25.79 vs 24.55, "mismatch").
+    entry = next(e for e in registry_entries() if e.name == "CpmAntForCausalLM")
+    (rec,) = run_architecture(entry, resolve_device("neuron"), [Check.SFT])
+    assert rec.status == Status.PASS, _explain(rec)
+    assert rec.metrics["pad_to_multiple_of"] == 128
+
+
 def test_lora_discovers_attention_projections_only() -> None:
     # gate_proj under an attention block is still an MLP-style name that Transformers may fuse: never a target
     model = torch.nn.Module()
