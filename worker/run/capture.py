@@ -12,9 +12,24 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import tqdm.std
+
 from compat.results import ResultRecord, Status
 
 LOG_TAIL_BYTES = 16_384  # captured stdout/stderr kept per piece of log (the tail of a longer one)
+
+
+def process_local_bar_lock() -> None:
+    """Give progress bars (Transformers' "Loading weights", datasets') a thread lock instead of tqdm's
+    cross-process one, in a process whose output is captured to its own file (a pool worker, a rank).
+
+    tqdm creates a ``multiprocessing.RLock`` for its bars (tqdm 4.70 tqdm/std.py
+    ``TqdmDefaultWriteLock.create_mp_lock``): under the spawn/forkserver start methods a named semaphore, registered
+    with the resource tracker and released only by a finalizer. Ranks leave by ``os._exit`` and killed workers by
+    SIGKILL, so none ran: one semaphore per rank stayed in /dev/shm for the life of the sweeping process (472 after
+    one nightly set, "leaked semaphore objects" at exit; a Celery worker lives for weeks). No other process writes
+    to these logs, so nothing needs the cross-process lock."""
+    tqdm.std.TqdmDefaultWriteLock.mp_lock = None  # create_mp_lock makes one only while the attribute is absent
 
 
 class Capture:

@@ -24,7 +24,7 @@ from typing import Any
 
 import psutil
 
-from worker.run.capture import captured_output, read_from
+from worker.run.capture import captured_output, process_local_bar_lock, read_from
 
 POLL_S = 0.05  # RSS/time watch period: an allocation spike between polls is caught by the rlimit backstop
 MAX_START_FAILURES = 3  # consecutive workers dying before "ready" -> the pool gives up (broken warm-up)
@@ -109,6 +109,7 @@ def _resolve(fn: str):  # noqa: ANN202
 
 
 def _child_main(conn: Connection, warmup: str | None, warmup_args: tuple, as_limit_mb: int | None) -> None:
+    process_local_bar_lock()  # a worker killed at its limit runs no finalizer
     if warmup:
         _resolve(warmup)(*warmup_args)
     if as_limit_mb:

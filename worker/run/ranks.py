@@ -25,6 +25,7 @@ from torch.distributed.fsdp import fully_shard
 from transformers.distributed import DistributedConfig
 
 from worker.judge.attribution import attribute, collective_of
+from worker.run.capture import process_local_bar_lock
 from worker.run.devices import process_device
 from worker.run.inputs import spec_for
 from worker.run.reference import BATCH, LR, load_model, model_class_for
@@ -159,6 +160,7 @@ def forked_main(rank: int, spec_path: Path, log: Path, env: dict[str, str]) -> N
     """A rank started from a forkserver (group.py): its own session, torchrun's variables, its output to ``log``;
     exits with main's outcome (0, or non-zero with the traceback in the log)."""
     os.setsid()
+    process_local_bar_lock()  # this rank leaves by os._exit: a named semaphore made here would never be released
     os.environ.update(env)
     torch.set_num_threads(1)  # one intra-op thread per rank (two ranks share the machine's cores)
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

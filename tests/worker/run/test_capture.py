@@ -3,6 +3,7 @@ record takes the part printed since the record before it."""
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from compat.results import Check, ResultRecord, Status
-from worker.run.capture import attach_log, captured_output, read_from, read_tail, take_log
+from worker.run.capture import attach_log, captured_output, process_local_bar_lock, read_from, read_tail, take_log
 
 
 def test_captures_python_and_descriptor_output_and_restores_both(tmp_path: Path) -> None:
@@ -64,3 +65,36 @@ def test_attach_log_fills_only_records_without_their_own_log() -> None:
     assert [r.log for r in recs] == ["last words", None, "last words", "its own"]
     attach_log(recs[1:2], "")
     assert recs[1].log is None
+
+
+def _bar_semaphores(local_lock: bool) -> None:
+    """In a forkserver child, as a rank: count the named semaphores a progress bar registers with the resource
+    tracker (each one leaks when the process leaves by os._exit or SIGKILL); the count is the exit code. This
+    child leaves by sys.exit, so multiprocessing's finalizers release the control run's semaphore."""
+    from multiprocessing import resource_tracker
+
+    import tqdm.std
+
+    made = []
+    real = resource_tracker.register
+    resource_tracker.register = lambda name, rtype: (made.append(rtype), real(name, rtype))
+    if local_lock:
+        process_local_bar_lock()
+    with open(os.devnull, "w") as sink:
+        for _ in tqdm.std.tqdm(range(3), file=sink):
+            pass
+    sys.exit(made.count("semaphore"))
+
+
+def test_bars_in_a_rank_or_worker_make_no_named_semaphore() -> None:
+    # Before: tqdm's cross-process lock left one /dev/shm semaphore per rank for the life of the sweeping
+    # process (472 after a nightly set). The control run shows the count is real: without the thread lock a
+    # forkserver child registers one.
+    ctx = mp.get_context("forkserver")
+    codes = {}
+    for local in (False, True):
+        proc = ctx.Process(target=_bar_semaphores, args=(local,))
+        proc.start()
+        proc.join(timeout=120)
+        codes[local] = proc.exitcode
+    assert codes == {False: 1, True: 0}
