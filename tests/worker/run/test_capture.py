@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from compat.results import Check, ResultRecord, Status
-from worker.run.capture import attach_log, captured_output, process_local_bar_lock, read_from, read_tail, take_log
+from worker.run.capture import (
+    attach_log,
+    captured_output,
+    process_local_bar_lock,
+    read_from,
+    read_tail,
+    take_log,
+)
 
 
 def test_captures_python_and_descriptor_output_and_restores_both(tmp_path: Path) -> None:
