@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import autocast, fallback, memory, numerics, policy, stats, transfers
+from neuron_backend import autocast, deferred, fallback, memory, numerics, policy, stats, transfers
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedOpError
 from neuron_backend.tensor import NeuronTensor, set_dispatch, sync_meta, wrap
@@ -125,6 +125,8 @@ def _cross_core(func, a: int, b: int) -> RuntimeError:
 
 def dispatch(func, args, kwargs):
     # Caches are keyed by id(func): OpOverloads are per-process singletons and their __hash__ is Python code.
+    if deferred.HELD and not deferred.in_engine_cpp_node():
+        deferred.raise_held()  # an error backward could not raise (deferred.py)
     fid = id(func)
     special = _SPECIAL.get(fid)
     if special is not None:
@@ -315,12 +317,17 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
         return _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, f"kernel failed: {err.reason}")
     if _tracing(new_args):
         raise _graph_break(func, err)
+    if deferred.in_engine_cpp_node():  # raising here would abort the process: hold it, compute on the host
+        deferred.hold(err)
+        return _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, record=False)
     raise err
 
 
-def _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, reason: str = ""):
-    """The CPU fallback: recorded (and warned once per op), run on the host, the result copied back."""
-    stats.record_fallback(func, dtypes, reason=reason)
+def _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, reason: str = "", record: bool = True):
+    """The CPU fallback: recorded (and warned once per op), run on the host, the result copied back. ``record``
+    False: an op whose error is held (deferred.py), not a fallback."""
+    if record:
+        stats.record_fallback(func, dtypes, reason=reason)
     out = fallback.run_on_host(func, new_args, new_kwargs)  # widens where the host kernel lacks the dtype
     _note_entries(out)
     return _wrap_out(func, numerics.host_result(out), args, kwargs, core)

@@ -4,6 +4,8 @@ by the op's decomposition or in a wider dtype cast back; other host errors and m
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -124,6 +126,29 @@ def test_strict_mode_falls_back_nothing_and_names_the_op(dev):
         got = torch.multinomial(probs, 1)  # sampling generate's op runs by default
     assert got.device == dev and got.cpu().item() in (0, 1)
     assert neuron_backend.get_fallback_ops() == ["aten::multinomial"]
+
+
+_STRICT_BACKWARD = """
+import torch, neuron_backend
+neuron_backend.set_strict(True)
+x = torch.ones(4, 4).to("neuron").requires_grad_()
+y = x * 2
+y[0:2] += 1  # an in-place op on a view: its backward is autograd's C++ CopySlices node
+y.sum().backward()  # CopySlices calls new_empty_strided, which trn2 runs on the CPU: refused in strict mode
+try:
+    x.grad.cpu()
+except neuron_backend.NeuronUnsupportedOpError as exc:
+    print("raised", exc.op, "CopySlices" in " ".join(getattr(exc, "__notes__", [])))
+"""
+
+
+def test_strict_error_inside_a_cpp_backward_node_is_raised_not_an_abort():
+    # Raised inside the C++ node, the error aborted the process (PyTorch's Python device guard calls into Python
+    # from a noexcept destructor while unwinding; neuron_backend/deferred.py). It must reach the caller, typed and
+    # naming the op. In a subprocess, so a regression fails this test instead of killing the suite.
+    done = subprocess.run([sys.executable, "-c", _STRICT_BACKWARD], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "raised aten::new_empty_strided True", done.stdout
 
 
 def test_the_api_never_installs_a_torch_neuronx_module():
