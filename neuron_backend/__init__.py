@@ -18,7 +18,9 @@ What it does not model: performance, asynchronous execution, collective bandwidt
 the real compiler's fusion and precision choices beyond matmul auto-cast, allocator segments and fragmentation, and
 ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors. Conjugate and
 negative views (``_conj``, ``_neg_view``) are materialized copies on the device: values are right, but a later write
-to the base is not seen through them (numerics.materialize says why).
+to the base is not seen through them (numerics.materialize says why). An error met inside a C++ autograd node on
+the engine's device thread (strict mode, CopySlices' new_empty_strided) is raised by the next device op, not at the
+op: raising there aborts the process under PyTorch's Python device guard (deferred.py).
 Transformers: ``device_map="neuron"``, ``.to("neuron")``, generate and training need no hook. ``device_map="auto"``
 is deliberately not switched on: Transformers/Accelerate pick Neuron only when ``find_spec("torch_neuronx")``
 succeeds, and faking that module would also switch on Trainer's Neuron defaults and shadow a real install.
