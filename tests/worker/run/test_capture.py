@@ -75,7 +75,7 @@ def test_attach_log_fills_only_records_without_their_own_log() -> None:
 
 
 def _bar_semaphores(local_lock: bool) -> None:
-    """In a forkserver child, as a rank: count the named semaphores a progress bar registers with the resource
+    """In a spawned child, as a pool worker (a rank is forked from a forkserver: the same rule): count the named semaphores a progress bar registers with the resource
     tracker (each one leaks when the process leaves by os._exit or SIGKILL); the count is the exit code. This
     child leaves by sys.exit, so multiprocessing's finalizers release the control run's semaphore."""
     from multiprocessing import resource_tracker
@@ -96,8 +96,10 @@ def _bar_semaphores(local_lock: bool) -> None:
 def test_bars_in_a_rank_or_worker_make_no_named_semaphore() -> None:
     # Before: tqdm's cross-process lock left one /dev/shm semaphore per rank for the life of the sweeping
     # process (472 after a nightly set). The control run shows the count is real: without the thread lock a
-    # forkserver child registers one.
-    ctx = mp.get_context("forkserver")
+    # spawned child registers one.
+    # spawn, not forkserver: the forkserver is one per process, and starting it here would fix the environment
+    # every later rank group of this test process inherits (worker/run/group.py preloads its own).
+    ctx = mp.get_context("spawn")
     codes = {}
     for local in (False, True):
         proc = ctx.Process(target=_bar_semaphores, args=(local,))
