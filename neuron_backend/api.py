@@ -47,9 +47,8 @@ def get_executed_ops() -> list[str]:
 
 def clear_op_tracking() -> None:
     """Clear both records (fallback and executed), like torch_neuronx's."""
-    stats.reset_fallback_ops()
+    reset_fallback_ops()  # and a held error with it
     stats.reset_executed_ops()
-    deferred.clear()
     _clear()  # executed ops are recorded when an (op, dtypes) is first decided: decide again
 
 

@@ -91,11 +91,12 @@ def raised_at(exc: BaseException, libraries: tuple[str, ...] = ()) -> str | None
     innermost frame inside one of ``libraries`` (e.g. ``("trl/",)``: the library the check drives, not the config
     accessor or module call it raised through), else the innermost frame."""
     frames = tb.extract_tb(exc.__traceback__) if exc.__traceback__ is not None else []
-    if not frames:
+    rel = [(f.filename.replace("\\", "/").split("site-packages/")[-1], f) for f in frames]
+    inside = [pair for pair in rel if libraries and pair[0].startswith(libraries)]
+    if not rel:
         return None
-    rel = [(f, f.filename.replace("\\", "/").split("site-packages/")[-1]) for f in frames]
-    chosen = next(((f, p) for f, p in reversed(rel) if p.startswith(libraries)), rel[-1]) if libraries else rel[-1]
-    return f"{chosen[1]}:{chosen[0].lineno} in {chosen[0].name}"
+    path, frame = (inside or rel)[-1]
+    return f"{path}:{frame.lineno} in {frame.name}"
 
 
 def error_digest(exc_type: str, message: str) -> str:
