@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from neuron_backend import device_module, factories
+from neuron_backend import device_module, factories, teardown
 
 NAME = "neuron"
 
@@ -70,6 +70,7 @@ def register() -> bool:
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
     factories.register()
     _register_pinning()
+    teardown.register()
     _state["registered"] = True
     return True
 
