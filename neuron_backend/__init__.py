@@ -66,6 +66,8 @@ from neuron_backend.api import (  # noqa: E402
     set_numerics,
     set_profile,
     set_strict,
+    set_switches,
+    switches,
     unwrap_error,
 )
 
@@ -92,5 +94,7 @@ __all__ = [
     "set_complex_decompose",
     "set_fallback_only_for_unimplemented",
     "set_profile",
+    "set_switches",
+    "switches",
     "unwrap_error",
 ]

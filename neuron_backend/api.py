@@ -79,7 +79,7 @@ def reset_compile_stats() -> None:
 def device_info() -> dict[str, Any]:
     """What the harness records about the device under test."""
     simulated = registration._state["registered"] is True
-    hw = profiles.load(CONFIG.profile).hardware
+    hw = profiles.load(CONFIG.profile, CONFIG.switches).hardware
     return {
         "name": "neuron",
         "simulated": simulated,
@@ -94,6 +94,7 @@ def device_info() -> dict[str, Any]:
         "strict": not CONFIG.cpu_fallback,
         "fallback_only_for_unimplemented": CONFIG.fallback_only_for_unimplemented,
         "complex_decompose": CONFIG.complex_decompose,
+        "switches": {sw.id: sw.active for sw in profiles.load(CONFIG.profile, CONFIG.switches).switches},
         "backend_version": BACKEND_VERSION,
         "policy": numerics.policy(),
         "not_registered_reason": registration.reason_not_registered(),
@@ -133,11 +134,33 @@ def set_profile(name: str) -> None:
     """Select another shipped profile in this process (NEURON_PROFILE sets the start value). The device count stays
     as started; capacity per device, complex decomposition and matmul numerics follow the profile unless their
     environment variables set them."""
-    prof = profiles.load(name)  # validates
+    prof = profiles.load(name, CONFIG.switches)  # validates (a switch the new profile lacks fails here)
     CONFIG.profile = name
     config.profile_defaults(CONFIG, prof)
     if not config._env("NEURON_MEMORY_GB"):
         CONFIG.memory_per_core = config.hardware_defaults(prof, CONFIG.lnc)[1]
+    _clear()
+
+
+def switches() -> list[dict[str, Any]]:
+    """The active profile's decision switches: id, subject, confidence, the modelled default, the option in force,
+    each option with what it says and its sources (URL or repo + path + commit), and how a run measures it."""
+    prof = profiles.load(CONFIG.profile, CONFIG.switches)
+    return [{"id": sw.id, "subject": sw.subject, "confidence": sw.confidence, "default": sw.default,
+             "active": sw.active, "measure": sw.measure, "ops": list(sw.ops), "dtypes": list(sw.dtypes),
+             "options": {name: {"says": o["says"], "sources": [prof.sources[k]["ref"] for k in o["sources"]]}
+                         for name, o in sw.options.items()}}
+            for sw in prof.switches]
+
+
+def set_switches(chosen: dict[str, str]) -> None:
+    """Set the profile's switches in this process (NEURON_SWITCHES sets the start value); an empty dict puts every
+    switch back at the profile's default. Unknown switches or options raise ProfileError naming the valid ones."""
+    pairs = tuple(sorted(chosen.items()))
+    prof = profiles.load(CONFIG.profile, pairs)  # validates
+    CONFIG.switches = pairs
+    if not config._env("TORCH_NEURONX_COMPLEX_DECOMPOSE"):  # the one setting a switch (complex_eager) moves
+        CONFIG.complex_decompose = prof.complex_decompose_default
     _clear()
 
 

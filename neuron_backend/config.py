@@ -20,6 +20,9 @@ _SRC_DOC = ("docs/environment_variables.md in parmoham-aws/test-repo-parmoham @ 
 # default means "from the active profile".
 ENVIRONMENT: dict[str, tuple[str, str]] = {
     "NEURON_PROFILE": ("trn2", "op table and hardware: trn2 (default), trn3, ... (see neuron_backend/profiles/)"),
+    "NEURON_SWITCHES": ("", "the profile's decision switches set to another option, ID=OPTION[,ID=OPTION] (e.g. "
+                            "grouped_mm_preconditions=not_enforced); default: every switch at the profile's default "
+                            "(neuron_backend.switches() lists them with their sources)"),
     "NEURON_LOGICAL_NC_CONFIG": (
         "", "Logical NeuronCore (LNC) degree, physical cores per logical core (1 or 2; default: the profile's, "
             "2 on Trn2/Trn3). Real runtime variable: https://awsdocs-neuron.readthedocs-hosted.com/en/latest/"
@@ -65,6 +68,7 @@ class Config:
     """The device's settings; mutable so tests and the harness can switch numerics or fallback in-process."""
 
     profile: str
+    switches: tuple[tuple[str, str], ...]  # (switch id, option) pairs set away from the profile's defaults
     lnc: int  # physical NeuronCores per logical NeuronCore (device)
     cores: int  # devices neuron:0..cores-1
     memory_per_core: int  # bytes per device
@@ -97,7 +101,8 @@ def profile_defaults(cfg: Config, profile: profiles.Profile) -> None:
 def load() -> Config:
     """Read the environment once; invalid values fail loudly rather than silently picking a default."""
     name = _env("NEURON_PROFILE")
-    profile = profiles.load(name)  # unknown names fail here with the list of valid ones
+    switches = profiles.parse_switches(_env("NEURON_SWITCHES"))
+    profile = profiles.load(name, switches)  # unknown names or switches fail here with the list of valid ones
     lnc_text = _env("NEURON_LOGICAL_NC_CONFIG")
     lnc = int(lnc_text) if lnc_text else profile.hardware.lnc_default
     cores, per_core = hardware_defaults(profile, lnc)
@@ -112,6 +117,7 @@ def load() -> Config:
         per_core = int(memory_gb * GIB)
     cfg = Config(
         profile=name,
+        switches=switches,
         lnc=lnc,
         cores=cores,
         memory_per_core=per_core,

@@ -1,5 +1,6 @@
-"""Errors the device cannot raise where they happen (inside a C++ autograd node on the engine's device thread): held,
-the op run on the host instead, and raised by the next device op outside such a node.
+"""Errors the device cannot raise where they happen (inside a C++ autograd node the engine runs for the device, on its
+device thread or, with autograd multithreading off, in the caller): held, the op run on the host instead, and raised
+by the next device op outside such a node.
 
 Why: torch 2.13's Python device guard (``torch::acc::PythonDeviceGuard``, torch/csrc/acc/Module.cpp) answers
 ``exchangeStream``, which is ``noexcept``, by calling the Python ``type_``. The autograd engine's stream guard calls
@@ -26,11 +27,14 @@ _lock = threading.Lock()
 
 
 def in_engine_cpp_node() -> bool:
-    """Running a C++ autograd node on a thread the engine started (not Python's): where raising aborts. A custom
-    ``autograd.Function``'s backward (a Python node) raises safely and is not included."""
+    """Running a C++ autograd node for the device: on a thread the engine started, or in the calling thread when
+    autograd multithreading is off there (registration.py turns it off in the importing thread, so the engine runs
+    every core's nodes in the caller): where raising aborts. A custom ``autograd.Function``'s backward (a Python
+    node) raises safely and is not included."""
     node = torch._C._current_autograd_node()
-    return (node is not None and isinstance(threading.current_thread(), threading._DummyThread)
-            and not isinstance(node, BackwardCFunction))
+    return (node is not None and not isinstance(node, BackwardCFunction)
+            and (isinstance(threading.current_thread(), threading._DummyThread)
+                 or not torch._C._is_multithreading_enabled()))
 
 
 def hold(err: BaseException) -> None:

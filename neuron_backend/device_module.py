@@ -117,7 +117,7 @@ def empty_cache() -> None:
 
 
 def get_device_name(device: int | str | torch.device | None = None) -> str:
-    hw = profiles.load(CONFIG.profile).hardware
+    hw = profiles.load(CONFIG.profile, CONFIG.switches).hardware
     return f"{hw.neuroncore} (simulated {hw.generation}, LNC={CONFIG.lnc}) #{_index(device)}"
 
 

@@ -32,7 +32,7 @@ class NeuronKernelValueError(errors.NeuronKernelError, ValueError):
 
 
 def active() -> profiles.Profile:
-    return profiles.load(CONFIG.profile)
+    return profiles.load(CONFIG.profile, CONFIG.switches)
 
 
 def _data(t):
@@ -40,13 +40,17 @@ def _data(t):
 
 
 def _grouped_mm_misaligned(args, kwargs) -> bool:
-    """True when torch-neuronx's validate_offs would raise (grouped_mm.py:12-24 in the pre-beta source): 2D x 2D
-    groups a's dim 1, 2D x 3D groups a's dim 0; that size and every offs entry must be multiples of 128, offs within
-    the size and sorted. Other layouts have no Neuron implementation (no failure here: they fall back)."""
+    """True when torch-neuronx's grouped_mm would raise: validate_offs (grouped_mm.py:12-24 in the pre-release
+    source): 2D x 2D groups a's dim 1, 2D x 3D groups a's dim 0; that size and every offs entry must be multiples of
+    128, offs within the size and sorted. And bfloat16 only: real Trn2 with torch-neuronx 2.12.3 has no fp32 path
+    (A's deepseek-v4-flash-runlog, profile source obs:A_deepseek_runlog). Other layouts have no Neuron
+    implementation (no failure here: they fall back)."""
     a, b = _data(args[0]), _data(args[1])
     offs = args[2] if len(args) > 2 else kwargs.get("offs")
     if offs is None or a.dim() != 2 or b.dim() not in (2, 3):
         return False
+    if a.dtype != torch.bfloat16 or b.dtype != torch.bfloat16:
+        return True
     t = a.shape[1] if b.dim() == 2 else a.shape[0]
     o = _data(offs)
     return bool(t % 128 or (o < 0).any() or (o > t).any() or (o % 128 != 0).any()
@@ -54,7 +58,7 @@ def _grouped_mm_misaligned(args, kwargs) -> bool:
 
 
 # Named preconditions of KnownIssue.precondition: predicate(args, kwargs) -> True when the known failure applies.
-PRECONDITIONS: dict[str, Callable] = {"grouped_mm_128_alignment": _grouped_mm_misaligned}
+PRECONDITIONS: dict[str, Callable] = {"grouped_mm_128_alignment_bf16": _grouped_mm_misaligned}
 
 
 def kernel_failure(func, dtypes, args=(), kwargs=None) -> profiles.KnownIssue | None:

@@ -5,6 +5,7 @@ A profile is data with provenance (profile_sources/): hardware, op classes, dtyp
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from functools import cache
@@ -58,6 +59,26 @@ class OpEntry:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """A decision the headline depends on, with its options (each saying what it models, with sources) and the
+    option in force. ``measure``: "rerun" (run the affected architectures again) or "traces" (only moves an op
+    between the device and the CPU fallback)."""
+
+    id: str
+    subject: str
+    confidence: str
+    default: str
+    active: str
+    options: dict[str, dict]
+    ops: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    measure: str
+
+    def sources(self, option: str) -> list[str]:
+        return list(self.options[option]["sources"])
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     summary: str
@@ -76,6 +97,8 @@ class Profile:
     int64_ops: frozenset[str] = frozenset()
     host_sync_ops: frozenset[str] = frozenset()
     decisions: tuple[dict, ...] = ()
+    switches: tuple[Switch, ...] = ()
+    op_table_from: str = ""
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     def _entry(self, op: str) -> OpEntry | None:
@@ -155,6 +178,24 @@ def _parse(raw: dict, file: str) -> Profile:
             dtypes=groups[k["dtypes"]] if k.get("dtypes") else None, precondition=k.get("precondition"),
             confidence=k.get("confidence", "medium"), error=k.get("error", "RuntimeError"),
             cpu_retry=k.get("cpu_retry", True))
+    for i, k in enumerate(raw["known_issues"]):
+        for key in k.get("also", []):
+            cite(key, f"known_issues[{i}] ({k.get('op')})")
+    switches = []
+    for sw in raw.get("switches", []):
+        where = f"switches[{sw.get('id')!r}]"
+        if sw.get("default") not in sw.get("options", {}):
+            raise ProfileError(f"{file}: {where}: default {sw.get('default')!r} is not one of its options")
+        if sw.get("measure") not in ("rerun", "traces"):
+            raise ProfileError(f"{file}: {where}: measure must be 'rerun' or 'traces'")
+        for name, option in sw["options"].items():
+            if not option.get("sources"):
+                raise ProfileError(f"{file}: {where}.{name}: an option without a source")
+            for key in option["sources"]:
+                cite(key, f"{where}.{name}")
+        switches.append(Switch(sw["id"], sw["subject"], sw["confidence"], sw["default"],
+                               raw.get("active_switches", {}).get(sw["id"], sw["default"]), sw["options"],
+                               tuple(sw.get("ops", [])), tuple(sw.get("dtypes", [])), sw["measure"]))
     for i, d in enumerate(raw.get("decisions", [])):
         for key in d["sources"]:
             cite(key, f"decisions[{i}] ({d['subject']})")
@@ -193,6 +234,8 @@ def _parse(raw: dict, file: str) -> Profile:
         int64_ops=frozenset(raw.get("int64_ops", [])),
         host_sync_ops=frozenset(raw["host_sync"]["ops"]),
         decisions=tuple(raw.get("decisions", [])),
+        switches=tuple(switches),
+        op_table_from=raw.get("op_table_from", ""),
         raw=raw,
     )
 
@@ -209,9 +252,63 @@ def parse_file(path: Path) -> Profile:
         raise ProfileError(f"{path.name}: missing field {e}") from e
 
 
+def apply_switches(raw: dict, chosen: tuple[tuple[str, str], ...], file: str) -> dict:
+    """A copy of a profile's raw data with each chosen switch option's patch applied (the default options have
+    none: the tables already model them). Unknown switches or options raise ProfileError naming the valid ones."""
+    by_id = {sw["id"]: sw for sw in raw.get("switches", [])}
+    out = copy.deepcopy(raw)
+    out["active_switches"] = {}
+    for sid, option in chosen:
+        sw = by_id.get(sid)
+        if sw is None:
+            raise ProfileError(f"{file}: unknown switch {sid!r}; valid switches: {', '.join(by_id) or 'none'}")
+        if option not in sw["options"]:
+            raise ProfileError(f"{file}: switch {sid!r} has no option {option!r}; options: "
+                               f"{', '.join(sw['options'])}")
+        out["active_switches"][sid] = option
+        patch = sw["options"][option].get("patch", {})
+        dropped = set(patch.get("drop_known_issues", []))
+        out["known_issues"] = [k for k in out["known_issues"] if k["op"] not in dropped]
+        for op in patch.get("drop_ops", []):
+            out["ops"].pop(op, None)
+        out["ops"].update(copy.deepcopy(patch.get("set_ops", {})))
+        out["rejected_dtypes"].update(copy.deepcopy(patch.get("reject_dtypes", {})))
+        if "complex_decompose_default" in patch:
+            out["complex_decompose_default"] = {**out["complex_decompose_default"],
+                                                "value": patch["complex_decompose_default"]}
+    return out
+
+
 @cache
-def load(name: str) -> Profile:
-    """Load a shipped profile by name; an unknown name fails with one line listing the valid ones."""
+def _raw(name: str) -> dict:
+    path = PROFILE_DIR / f"{name}.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ProfileError(f"{path.name}: cannot read: {e}") from e
+
+
+@cache
+def load(name: str, switches: tuple[tuple[str, str], ...] = ()) -> Profile:
+    """Load a shipped profile by name, with ``switches`` ((id, option) pairs) set; an unknown name fails with one
+    line listing the valid ones."""
     if name not in available():
         raise ProfileError(f"unknown NEURON_PROFILE {name!r}; valid profiles: {', '.join(available())}")
-    return parse_file(PROFILE_DIR / f"{name}.json")
+    if not switches:
+        return parse_file(PROFILE_DIR / f"{name}.json")
+    raw = apply_switches(_raw(name), switches, f"{name}.json")
+    try:
+        return _parse(raw, f"{name}.json")
+    except KeyError as e:
+        raise ProfileError(f"{name}.json: missing field {e}") from e
+
+
+def parse_switches(text: str) -> tuple[tuple[str, str], ...]:
+    """``"id=option,id=option"`` (NEURON_SWITCHES) -> sorted pairs; a malformed item raises ProfileError."""
+    pairs = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        sid, eq, option = item.partition("=")
+        if not eq or not sid.strip() or not option.strip():
+            raise ProfileError(f"NEURON_SWITCHES: {item!r} is not ID=OPTION")
+        pairs[sid.strip()] = option.strip()
+    return tuple(sorted(pairs.items()))

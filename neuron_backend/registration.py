@@ -29,10 +29,34 @@ class _Hooks(torch._C._acc.PrivateUse1Hooks):
 
 
 class _Guard(torch._C._acc.DeviceGuard):
-    """Device guard: without one, autograd's engine and ``.to()`` cannot switch to a PrivateUse1 device."""
+    """Device guard: without one, autograd's engine and ``.to()`` cannot switch to a PrivateUse1 device.
+
+    Only ``type_`` can be answered from Python. torch's ``PythonDeviceGuard`` (torch/csrc/acc/Module.cpp in
+    pytorch/pytorch @ 09a38b634eb32f57e736678d5d1e40ca662d7303, same in @ e450649e652006591a919877379455c66385d4f9)
+    binds ``type_`` alone and answers the rest in C++: ``deviceCount()`` returns 1, ``getDevice()`` /
+    ``exchangeDevice()`` index 0, ``setDevice`` / ``uncheckedSetDevice`` do nothing. Python methods named for them
+    (device_count, current_device, set_device, deviceCount, ...) are never called (checked on the installed torch
+    2.13.0, git cf30153c4c131c8164ee7798e5022d810682e2cb). So the autograd engine starts one device thread and
+    queue, and backward on ``neuron:N``, N > 0, fails its ``device_ready_queues_`` assert: register() turns autograd
+    multithreading off for that reason (``_single_threaded_backward``). ``type_`` is also called from ``noexcept``
+    paths (exchangeStream; deferred.py): it must never raise.
+    """
 
     def type_(self):
         return torch._C._autograd.DeviceType.PrivateUse1
+
+
+def _single_threaded_backward() -> None:
+    """Run backward in the calling thread (autograd's CPU ready queue) instead of the engine's device threads.
+
+    The engine routes a node on ``neuron:N`` to device queue N unless multithreading is off for the calling thread
+    (torch/csrc/autograd/engine.cpp, ``Engine::ready_queue``), and it has one device queue (see _Guard). Off, every
+    core's backward runs in the caller, as collectives.py already does for each rank; gradients are the same and land
+    on their core. The setting is per thread: this covers the thread that imports neuron_backend (where training
+    runs); another thread that calls backward on ``neuron:N``, N > 0, needs
+    ``torch.autograd.set_multithreading_enabled(False)`` itself.
+    """
+    torch.autograd.set_multithreading_enabled(False)
 
 
 def real_neuron_present() -> str | None:
@@ -68,6 +92,7 @@ def register() -> bool:
         )
     torch._C._acc.register_python_privateuseone_hook(_Hooks())
     torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+    _single_threaded_backward()
     factories.register()
     _register_pinning()
     teardown.register()

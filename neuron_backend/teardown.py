@@ -11,6 +11,9 @@ gdb on the core: ``~ThreadLocalState`` -> ``SafePyObject::~SafePyObject`` -> ``t
 CUDA has the same engine path but its device threads are joined by its own atexit before finalization; PyTorch's
 Python PrivateUse1 hooks offer no such hook, so we drain here: at exit, one tiny backward per device thread through
 the engine directly (no context stash) makes each thread's last GraphTask one that owns no Python object.
+The importing thread runs backward in itself (registration.py turns autograd multithreading off there, so neuron:N,
+N > 0, works), so only other threads' backwards reach the device thread; the drain turns multithreading back on for
+its own backwards, or they too would run in the exiting thread and drain nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ _registered: list[bool] = []
 
 def drain_device_threads(cores: int, device: str = "neuron") -> int:
     """Run one sentinel backward on each core's engine thread; returns how many ran. Stops at the first core whose
-    engine thread does not exist (the engine starts one per device index it was asked about)."""
+    engine thread does not exist (the engine starts as many as the device guard reports: one, registration.py)."""
+    with torch.autograd.set_multithreading_enabled(True):  # reach the engine's threads, not the calling thread
+        return _drain(cores, device)
+
+
+def _drain(cores: int, device: str) -> int:
     drained = 0
     for index in range(cores):
         leaf = torch.ones(1, device=f"{device}:{index}", requires_grad=True)

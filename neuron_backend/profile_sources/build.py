@@ -16,8 +16,20 @@ OUT = HERE.parent / "profiles"
 GIB = 1 << 30
 
 
+def _evidence_sources() -> dict[str, dict]:
+    """The real-hardware records rules.py cites, as profile sources ``obs:<id>`` (repo + path + commit)."""
+    found = json.loads((HERE / "observations.json").read_text())["sources"]
+    out = {}
+    for key in rules.EVIDENCE_SOURCES:
+        s = found[key]
+        out[f"obs:{key}"] = {"ref": f"github.com/{s['repo']} @ {s['commit']}: {s['path']}", "says": s["note"],
+                             "retrieved": "full" if s["verified"] else "no", "verified_at_commit": s["verified"],
+                             "indicative": False, "real_hardware": True}
+    return out
+
+
 def _load() -> tuple[dict, dict, list[str]]:
-    docs = json.loads((HERE / "docs_excerpts.json").read_text())["sources"]
+    docs = {**json.loads((HERE / "docs_excerpts.json").read_text())["sources"], **_evidence_sources()}
     src = json.loads((HERE / "torch_neuronx_source.json").read_text())
     legacy = [ln.strip() for ln in (HERE / "legacy_xla_supported_operators.txt").read_text().splitlines()
               if ln.strip() and not ln.startswith("#")]
@@ -107,6 +119,8 @@ def _torchneuron(name: str, docs: dict, src: dict) -> dict:
         ops[op] = {"class": "cpu_fallback", "source": "src-cpu-fallback-registrations", "where": [where]}
     for op, entry in rules.NATIVE_DTYPE_DECISIONS.items():
         ops[op] = {**ops[op], **entry}
+    for op, entry in rules.EVIDENCE_OPS.items():
+        ops[op] = {**entry, "replaces": ops.get(op, {"class": "cpu_fallback (no registration)"})["class"]}
     for op in rules.unsupported_ops():
         ops[op] = {"class": "unsupported", "source": "docs-supported-operators", "confidence": "medium",
                    "note": "quantized operator variant: the docs' N class names 'Quantized operator variants'"}
@@ -116,10 +130,15 @@ def _torchneuron(name: str, docs: dict, src: dict) -> dict:
         "name": name,
         "summary": hw["summary"],
         "historical": False,
-        "confidence": "Op classes come from the pre-beta torch-neuronx source's registrations (INDICATIVE, not the "
-                      "release) because AWS's per-release table (docs/torch_api_compatibility.md) could not be had; "
-                      "the rules (CPU fallback by default, dtype autocast, compile semantics) from the Neuron 2.33 "
-                      "docs. Low-confidence decisions are listed under 'decisions'.",
+        "confidence": "Op classes come from the April 2026 pre-release torch-neuronx source's registrations "
+                      "(version 0.1.0, torch 2.10; INDICATIVE, not a release) because AWS's per-release table "
+                      "(docs/torch_api_compatibility.md) could not be had; where real Trn2 runs (torch-neuronx "
+                      "2.11.3-2.12.3, observations.json) disagree, the evidence wins and says so ('obs:' sources). "
+                      "The rules (CPU fallback by default, dtype autocast, compile semantics) come from the Neuron "
+                      "2.33 docs. Decisions the headline depends on are named switches ('switches'); the rest are "
+                      "listed under 'decisions'.",
+        "op_table_from": "torch-neuronx 0.1.0 pre-release source (April 2026, torch 2.10), corrected by real Trn2 "
+                         "runs of torch-neuronx 2.11.3 and 2.12.3 (Beta 3)",
         "source_date": newest,
         "generated_by": "python -m neuron_backend.profile_sources.build",
         "sources": docs,
@@ -138,6 +157,7 @@ def _torchneuron(name: str, docs: dict, src: dict) -> dict:
         "not_in_installed_torch": missing,
         "known_issues": rules.KNOWN_ISSUES,
         "decisions": rules.DECISIONS,
+        "switches": rules.SWITCHES,
         "int64_ops": [],
         "host_sync": {"ops": ["aten::_local_scalar_dense", "aten::item"], "source": "docs-compile-ref",
                       "compiled": "graph break (Dynamo), not a rejection; fullgraph=True raises"},
@@ -186,6 +206,8 @@ def _legacy(docs: dict, legacy: list[str]) -> dict:
         "not_in_installed_torch": missing,
         "known_issues": [],
         "decisions": [rules.LEGACY_DECISION],
+        "switches": [],
+        "op_table_from": "the legacy torch-neuronx (PyTorch/XLA) 'Supported Operators' page (2022)",
         "int64_ops": [],
         "host_sync": {"ops": ["aten::_local_scalar_dense", "aten::item"], "source": "pytorch-xla-fallback",
                       "compiled": "torch.compile is not supported by the XLA-era torch-neuronx (docs-legacy-no-compile)"},

@@ -11,16 +11,20 @@ GIB = 1 << 30
 
 HARDWARE: dict[str, dict] = {
     "trn2": {
-        "summary": "Native TorchNeuron (torch-neuronx 2.13.3/2.14.3, Neuron 2.33) on Trainium2: 8 NeuronCore-v3 and "
-                   "96 GiB HBM per chip. Ops with a Neuron implementation run natively; every other op runs on the "
-                   "CPU by default (warned once, recorded); quantized variants are unsupported.",
+        "summary": "Native TorchNeuron on Trainium2 (8 NeuronCore-v3, 96 GiB HBM per chip). Op table: the April 2026 "
+                   "pre-release torch-neuronx source (version 0.1.0, for torch 2.10; INDICATIVE), corrected where real "
+                   "Trn2 runs of torch-neuronx 2.11.3-2.12.3 (Beta 3) disagree (observations.json); rules from the "
+                   "Neuron 2.33 docs. Not the op table of any release. Ops with a Neuron implementation run natively; "
+                   "every other op runs on the CPU by default (warned once, recorded); quantized variants are "
+                   "unsupported.",
         "generation": "Trn2", "neuroncore": "NeuronCore-v3", "cores_per_chip": 8, "hbm_per_chip_bytes": 96 * GIB,
         "lnc_default": 2, "sources": ["docs-trn2-nki", "docs-ncv3", "docs-trn2-lnc"],
     },
     "trn3": {
-        "summary": "Native TorchNeuron (torch-neuronx 2.13.3/2.14.3, Neuron 2.33) on Trainium3: 8 NeuronCore-v4 and "
-                   "144 GiB HBM per chip. Same op table as trn2 (the source registers ops per backend, not per "
-                   "generation).",
+        "summary": "Native TorchNeuron on Trainium3 (8 NeuronCore-v4, 144 GiB HBM per chip). Same op table as trn2 "
+                   "(the April 2026 pre-release torch-neuronx source, version 0.1.0 for torch 2.10, registers ops per "
+                   "backend, not per generation), with trn2's corrections from real Trn2 runs: no Trn3 run is on "
+                   "record, so whether they hold on Trn3 is unknown. Not the op table of any release.",
         "generation": "Trn3", "neuroncore": "NeuronCore-v4", "cores_per_chip": 8, "hbm_per_chip_bytes": 144 * GIB,
         "lnc_default": 2, "lnc_default_confidence": "low",
         "lnc_default_note": "the Trn3 default LNC is not in the retrieved docs (unknown); taken as on Trn2",
@@ -44,6 +48,7 @@ DTYPES = {
         "float": ["float32", "bfloat16", "float16", "float64"],
         "any": _ALL + ["complex64", "complex128"],
         "xla": _ALL,
+        "int32_64": ["int32", "int64"],
     },
 }
 
@@ -56,6 +61,10 @@ def rejected_dtypes(profile: str) -> dict[str, dict]:
         if isinstance(getattr(torch, name, None), torch.dtype):
             out[name] = {"reason": f"neuronx-cc rejects {name.upper()} (NCC_EVRF005: F8E4M3FNUZ, F8E4M3B11FNUZ and "
                                    "F8E5M2FNUZ are not supported)", "source": "docs-evrf005"}
+    if profile == "trn2":  # see DECISIONS "float8 on Trn2"
+        for name in ("float8_e4m3fn", "float8_e5m2"):
+            out[name] = {"reason": f"{name} is not supported on Trn2 (real Trn2: 'float8 is not in Beta 3'; "
+                                   "NCC_EVRF051 for F8E4M3FN)", "source": "obs:A_environment"}
     if profile == "legacy-xla":  # no framework complex decomposition before TorchNeuron
         for name in ("complex32", "complex64", "complex128"):
             out[name] = {"reason": "neuronx-cc: complex data types are not supported on the Neuron device "
@@ -100,15 +109,87 @@ NATIVE_DTYPE_DECISIONS: dict[str, dict] = {
                                              "aten::dot", "aten::linear", "aten::convolution")},
 }
 
+# Real-hardware records (observations.json, loaded by neuron_backend/observations.py) this file cites, by their id
+# there; build.py turns each into a profile source "obs:<id>" with its repo, path and commit.
+EVIDENCE_SOURCES = ("A_history", "A_moe_router_patch", "A_deepseek_runlog", "A_environment", "A_neuron_worker",
+                    "C_error_codes", "C_environment")
+
+_NCC_EVRF013 = ("[NCC_EVRF013] TopK custom operation does not support 32-bit and 64-bit integer types: torch-neuronx "
+                "lowers sort/topk/argsort to the AwsNeuronTopK custom op, which rejects integer inputs (seen on real "
+                "Trn2 from torch.sort(expert_ids) in transformers/integrations/moe.py; the model failed, no CPU retry)")
 KNOWN_ISSUES: list[dict] = [
     {
-        "op": "aten::_grouped_mm", "precondition": "grouped_mm_128_alignment", "dtypes": None,
-        "error": "ValueError", "cpu_retry": False, "confidence": "low", "source": "src-grouped-mm",
+        "op": "aten::_grouped_mm", "precondition": "grouped_mm_128_alignment_bf16", "dtypes": None,
+        "error": "ValueError", "cpu_retry": False, "confidence": "medium", "source": "src-grouped-mm",
+        "also": ["obs:A_deepseek_runlog"],
         "reason": "the Neuron _grouped_mm (2D x 2D, 2D x 3D) requires the grouped dimension and every offs entry "
-                  "to be multiples of 128, offs in range and sorted; otherwise can_handle raises ValueError before "
-                  "any CPU fallback (TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 skips the check)",
-        "note": "pre-beta source; Neuron 2.34 changed MoE support (docs-release-notes), so the release may differ",
+                  "to be multiples of 128, offs in range and sorted, and bfloat16 inputs (no fp32 path); otherwise "
+                  "it raises ValueError before any CPU fallback (TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 skips the "
+                  "check)",
+        "note": "alignment from the pre-release source; both alignment ('ValueError: t must be divisible by 128') and "
+                "bf16-only seen on real Trn2 with torch-neuronx 2.12.3 (Beta 3, DeepSeek-V4 runlog). Neuron 2.34 "
+                "changed MoE support (docs-release-notes): switch grouped_mm_preconditions.",
     },
+    *({"op": op, "dtypes": "int32_64", "error": "RuntimeError", "cpu_retry": False, "confidence": "medium",
+       "source": "obs:A_history", "also": ["obs:A_moe_router_patch"], "reason": _NCC_EVRF013,
+       "note": "captured on OLMoE (HISTORY.tsv); A's moe_router_patch routes every integer sort/topk/argsort through "
+               "float32 for this reason. Switch integer_sort_topk."}
+      for op in ("aten::sort", "aten::topk", "aten::argsort")),
+]
+
+# Ops the real-hardware records show running on the device where the pre-release source has no registration.
+EVIDENCE_OPS: dict[str, dict] = {
+    "aten::sort": {"class": "native", "dtypes": "all", "source": "obs:A_deepseek_runlog", "confidence": "medium",
+                   "note": "real Trn2 (torch-neuronx 2.12.3) lowers torch.sort to the AwsNeuronTopK custom op on the "
+                           "device (its integer failure is a known issue); the pre-release source registers no sort"},
+}
+
+# The decisions the headline depends on, as named switches: each option says what it models and cites its source;
+# "default" is what the profile models. A run measures how many architectures each one moves (worker/orchestration/
+# decisions.py): "rerun" = the affected architectures are run again with the other option, "traces" = it only moves
+# an op between the device and the CPU fallback, so the stored fallback ops say what changes.
+SWITCHES: list[dict] = [
+    {"id": "integer_sort_topk", "subject": "sort/topk/argsort on 32/64-bit integers", "confidence": "medium",
+     "ops": ["aten::sort", "aten::topk", "aten::argsort"], "dtypes": ["Int", "Long"], "measure": "rerun",
+     "default": "fails",
+     "options": {
+         "fails": {"says": "NCC_EVRF013 on real Trn2 (torch-neuronx 2.12.3 era, SDK 2.28); MoE models failed on it",
+                   "sources": ["obs:A_history", "obs:A_moe_router_patch"]},
+         "runs": {"says": "the pre-release source: topk/argsort native for every dtype, sort on the CPU fallback",
+                  "sources": ["src-registrations"],
+                  "patch": {"drop_known_issues": ["aten::sort", "aten::topk", "aten::argsort"],
+                            "drop_ops": ["aten::sort"]}}}},
+    {"id": "grouped_mm_preconditions", "subject": "`_grouped_mm` 128-alignment and bf16-only", "confidence": "medium",
+     "ops": ["aten::_grouped_mm"], "measure": "rerun", "default": "enforced",
+     "options": {
+         "enforced": {"says": "pre-release source's validate_offs; real Trn2 (Beta 3): 't must be divisible by 128', "
+                              "bf16 only", "sources": ["src-grouped-mm", "obs:A_deepseek_runlog"]},
+         "not_enforced": {"says": "Neuron 2.34 'adds device support for more of the PyTorch API' and MoE recipes use "
+                                  "upstream torch._grouped_mm: the preconditions may be gone (not verified)",
+                          "sources": ["docs-release-notes"], "patch": {"drop_known_issues": ["aten::_grouped_mm"]}}}},
+    {"id": "complex_eager", "subject": "complex dtypes in eager", "confidence": "medium", "measure": "rerun",
+     "ops": [], "dtypes": ["ComplexFloat", "ComplexDouble"], "default": "decomposed",
+     "options": {
+         "decomposed": {"says": "TORCH_NEURONX_COMPLEX_DECOMPOSE defaults to True for PyTorch >= 2.13 (Neuron 2.33 "
+                                "docs), which this torch is; the pre-release source decomposes too",
+                        "sources": ["docs-env-vars"]},
+         "raises": {"says": "real Trn2 on torch-neuronx 2.11.3 / torch 2.11: 'complex dtypes are not supported "
+                            "natively on Neuron' (a toolchain before the documented default)",
+                    "sources": ["obs:C_error_codes"],
+                    "patch": {"complex_decompose_default": False,
+                              "reject_dtypes": {n: {"reason": "complex dtypes are not supported natively on Neuron "
+                                                              "(real Trn2, torch-neuronx 2.11.3)",
+                                                    "source": "obs:C_error_codes"}
+                                                for n in ("complex32", "complex64", "complex128")}}}}},
+    {"id": "argmax_device", "subject": "argmax on the device", "confidence": "low", "measure": "traces",
+     "ops": ["aten::argmax"], "default": "cpu_fallback",
+     "options": {
+         "cpu_fallback": {"says": "the pre-release source registers no argmax: the CPU fallback runs it",
+                          "sources": ["src-registrations"]},
+         "native": {"says": "real Trn2 runs take argmax on the device and log no fallback (whether it fell back "
+                            "unlogged is unknown)", "sources": ["obs:A_neuron_worker"],
+                    "patch": {"set_ops": {"aten::argmax": {"class": "native", "dtypes": "all",
+                                                           "source": "obs:A_neuron_worker", "confidence": "low"}}}}}},
 ]
 
 DECISIONS: list[dict] = [
@@ -134,15 +215,17 @@ DECISIONS: list[dict] = [
                  "coverage in compiled runs too). A failed graph raises while TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"
                  "=1 (default, docs-env-vars) and runs eagerly, op by op, when it is 0.",
      "sources": ["src-dynamo-backend", "docs-env-vars", "docs-best-practices"]},
-    {"subject": "float8_e4m3fn on Trn2", "confidence": "low",
-     "decision": "not modelled: NCC_EVRF051 says F8E4M3FN is not supported on TRN1/TRN2 without an experimental "
-                 "flag, but whether TorchNeuron's eager ops on Trn2 hit it or convert first is unknown; trn2 and trn3 "
-                 "treat it alike.",
-     "sources": ["docs-evrf051"]},
+    {"subject": "float8 on Trn2", "confidence": "medium",
+     "decision": "trn2 rejects float8_e4m3fn and float8_e5m2: real Trn2 runs record 'float8 is not in Beta 3' "
+                 "(A's ENVIRONMENT.md), and NCC_EVRF051 says F8E4M3FN is not supported on TRN1/TRN2 without an "
+                 "experimental flag. No Trn3 run is on record: trn3 keeps them (natively supported on Trn3 and later "
+                 "per NCC_EVRF051).",
+     "sources": ["docs-evrf051", "obs:A_environment"]},
     {"subject": "known issues from the release notes", "confidence": "low",
      "decision": "the TorchNeuron release notes' known-issues section could not be read here, so known_issues holds "
-                 "only what the source shows (grouped_mm alignment); the list is incomplete.",
-     "sources": ["docs-release-notes", "src-grouped-mm"]},
+                 "what the source shows (grouped_mm alignment) and what real Trn2 runs recorded (grouped_mm bf16-only, "
+                 "integer sort/topk/argsort NCC_EVRF013); the list is incomplete.",
+     "sources": ["docs-release-notes", "src-grouped-mm", "obs:A_history", "obs:A_deepseek_runlog"]},
     {"subject": "op table source", "confidence": "low",
      "decision": "AWS's per-release table (docs/torch_api_compatibility.md) could not be had; the op classes come "
                  "from the April 2026 pre-beta source (INDICATIVE). Neuron 2.34 (11/30/2026) 'adds device support "

@@ -174,7 +174,7 @@ def failing_cumsum(monkeypatch):
 
     issue = profiles.KnownIssue(op="aten::cumsum", reason="test: the kernel fails", source="this test")
     patched = dataclasses.replace(profiles.load(CONFIG.profile), kernel_failures={"aten::cumsum": issue})
-    monkeypatch.setattr(profiles, "load", lambda name: patched)
+    monkeypatch.setattr(profiles, "load", lambda name, switches=(): patched)
     neuron_backend.clear_op_tracking()  # drops cached decisions
 
 

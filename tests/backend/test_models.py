@@ -190,26 +190,44 @@ def _tiny_mixtral():
     return cpu, model.to("neuron")
 
 
-def test_moe_model_fails_on_grouped_mm_alignment_as_the_profile_decides(dev):
-    # trn2's known issue (low confidence, cited in the profile): torch-neuronx's _grouped_mm raises ValueError from
-    # can_handle when the grouped sizes are not multiples of 128, before any CPU fallback; a tiny MoE has 40 tokens.
+def test_moe_model_fails_on_integer_sort_as_real_trn2_did(dev):
+    # Real Trn2 (A's HISTORY.tsv, OLMoE): transformers' MoE routing sorts integer expert ids, and the AwsNeuronTopK
+    # custom op rejects integers (NCC_EVRF013): the model fails there, before any grouped_mm.
     _, model = _tiny_mixtral()
-    with torch.no_grad(), pytest.raises(ValueError) as info:
+    with torch.no_grad(), pytest.raises(RuntimeError) as info:
         model(_ids().to("neuron"))
+    err = neuron_backend.unwrap_error(info.value)
+    assert isinstance(err, neuron_backend.NeuronUnsupportedOpError) and err.op == "aten::sort"
+    assert "NCC_EVRF013" in err.reason and "trainium-optimizer" in err.reason
+
+
+def test_moe_model_fails_on_grouped_mm_preconditions_once_sort_runs(dev):
+    # With the other option of switch integer_sort_topk (the pre-release source: sort falls back), the experts reach
+    # _grouped_mm, whose can_handle raises ValueError (grouped sizes not multiples of 128, fp32 not bf16).
+    _, model = _tiny_mixtral()
+    neuron_backend.set_switches({"integer_sort_topk": "runs"})
+    try:
+        with torch.no_grad(), pytest.raises(ValueError) as info:
+            model(_ids().to("neuron"))
+    finally:
+        neuron_backend.set_switches({})
     err = neuron_backend.unwrap_error(info.value)
     assert isinstance(err, neuron_backend.NeuronUnsupportedOpError) and err.op == "aten::_grouped_mm"
     assert "128" in err.reason and "grouped_mm.py" in err.reason
 
 
-def test_moe_model_runs_with_cpu_fallback_and_records_histc(dev, exact_numerics, monkeypatch):
-    # With the precondition skipped (TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1, as the source allows) the experts run;
-    # the CPU has no integer histc kernel either: the fallback computes it in a wider dtype and casts back.
-    monkeypatch.setattr(neuron_backend.config.CONFIG, "skip_op_preconditions", True)
+def test_moe_model_runs_with_cpu_fallback_and_records_histc(dev, exact_numerics):
+    # Both MoE switches at their other option (sort falls back, grouped_mm preconditions not enforced): the experts
+    # run; the CPU has no integer histc kernel either: the fallback computes it in a wider dtype and casts back.
     cpu, model = _tiny_mixtral()
+    neuron_backend.set_switches({"integer_sort_topk": "runs", "grouped_mm_preconditions": "not_enforced"})
     neuron_backend.reset_fallback_ops()  # fallback is on by default
     ids = _ids()
-    with torch.no_grad(), pytest.warns(UserWarning, match="histc"):
-        got = model(ids.to("neuron")).logits.cpu()
+    try:
+        with torch.no_grad(), pytest.warns(UserWarning, match="histc"):
+            got = model(ids.to("neuron")).logits.cpu()
+    finally:
+        neuron_backend.set_switches({})
     assert any(op.startswith("aten::histc (Int") for op in neuron_backend.fallback_ops()), neuron_backend.fallback_ops()
     # fp32 numerics: the device and its fallback run the host's own kernels; only expert grouping order differs.
     torch.testing.assert_close(got, cpu(ids).logits.detach(), atol=1e-5, rtol=0)
@@ -232,8 +250,8 @@ def _tiny_arch(name: str):
 
 
 @pytest.mark.slow
-# Mixtral is not here: on trn2 it stops at _grouped_mm's alignment known issue, as the profile decides
-# (test_moe_model_fails_on_grouped_mm_alignment_as_the_profile_decides); tiny Llama's sampling generate is
+# Mixtral is not here: on trn2 it stops at integer sort (NCC_EVRF013), as real Trn2 did
+# (test_moe_model_fails_on_integer_sort_as_real_trn2_did); tiny Llama's sampling generate is
 # tests/backend/test_conformance_generate.py.
 @pytest.mark.parametrize("name", ["Llama4ForCausalLM", "Qwen3_5ForCausalLM"])
 def test_architectures_run_out_of_the_box_with_sampling_and_strict_names_the_op(dev, name):
