@@ -207,6 +207,8 @@ class Report(BaseModel):
     architectures: list[ArchitectureEntry] = Field(default_factory=list)
     results: list[ResultRecord] = Field(default_factory=list)
     op_traces: list[OpTrace] = Field(default_factory=list)
+    # compat.decisions.DecisionEffect.model_dump() per measured switch (that module builds on this one's records)
+    decisions: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def is_supported_statuses(statuses: Mapping[str, str]) -> bool:
