@@ -100,13 +100,14 @@ def effect_of(switches: Mapping[str, str], subject: str, confidence: str, source
     return eff
 
 
-def rejudge_fallback(switch: Mapping, records: Iterable[ResultRecord]) -> dict[str, str]:
-    """Verdicts when the switch's ops run on the device instead of the CPU fallback, from stored records alone: a
-    support-check fallback op the switch decides is dropped. Valid only for a switch that moves ops between the
-    device and the fallback (measure "traces"): a failure stopped at an op cannot be re-judged this way."""
+def rejudge_fallback(switches: Sequence[Mapping], records: Iterable[ResultRecord]) -> dict[str, str]:
+    """Verdicts when the switches' ops run on the device instead of the CPU fallback, from stored records alone: a
+    support-check fallback op a switch decides is dropped. Valid only for switches that move ops between the device
+    and the fallback (measure "traces"): a failure stopped at an op cannot be re-judged this way."""
     out = {}
     for arch, recs in by_architecture(records).items():
-        moved = [r.model_copy(update={"fallback_ops": [op for op in r.fallback_ops if not touches(switch, [op])]})
+        moved = [r.model_copy(update={"fallback_ops": [op for op in r.fallback_ops
+                                                       if not any(touches(sw, [op]) for sw in switches)]})
                  for r in recs]
         out[arch] = arch_verdict(moved)
     return out
@@ -160,3 +161,30 @@ def headline_range(supported: int, total: int, effects: Iterable[DecisionEffect]
     moves = [e.moves for e in effects]
     return HeadlineRange(supported, total, supported + min([0, *moves]), supported + max([0, *moves]), singles,
                          together)
+
+
+def whatif(chosen: Mapping[str, str], supported: int, total: int, effects: Iterable[DecisionEffect]
+           ) -> tuple[DecisionEffect | None, str]:
+    """Re-judge a run under ``chosen`` switch options from what it measured: the effect whose switches are exactly
+    ``chosen`` (a single switch, or a measured combination), with the headline it gives; or None and why not. A
+    combination nobody ran is never guessed from its parts (a failure behind another moves only with both)."""
+    effects = list(effects)
+    found = next((e for e in effects if e.switches == dict(chosen)), None)
+    if found is None:
+        measured = "; ".join(e.key for e in effects) or "none (the run measured no decisions)"
+        flags = " ".join(f"--switch {k}={v}" for k, v in sorted(chosen.items()))
+        return None, (f"not measured: {', '.join(f'{k}={v}' for k, v in sorted(chosen.items()))} was not run with "
+                      f"this run's architectures, and stored traces re-judge only a fallback, never a failure that "
+                      f"stopped at an op. Measured: {measured}. Measure it: compat sweep {flags}")
+    after = supported + found.moves
+    how = (f"re-run of {len(found.affected)} affected architecture(s)" if found.measured_by == "rerun" else
+           f"re-judged from the stored fallback ops of {len(found.affected)} architecture(s)")
+    text = (f"{found.key}: {after} ({percent(after, total)}) out of the box, {_signed(found.moves)} "
+            f"(was {supported}); native {_signed(found.native_moves)}; measured by {how}")
+    if found.gains:
+        text += f"; now supported: {', '.join(found.gains)}"
+    if found.losses:
+        text += f"; no longer supported: {', '.join(found.losses)}"
+    if found.unmeasured:
+        text += f"; no verdict in the re-run: {', '.join(found.unmeasured)}"
+    return found, text

@@ -358,6 +358,18 @@ def coverage(records: Iterable[ResultRecord], catalog: Iterable[str] | None = No
     return cov
 
 
+def native_per_check(records: Iterable[ResultRecord], catalog: Iterable[str] | None = None) -> dict[str, int]:
+    """Per check (in run order), architectures whose record for it passed with no op on the CPU: a forward that ran
+    entirely on the device is a native forward even when greedy generate's argmax fell back (issue 18)."""
+    names = set(catalog) if catalog is not None else None
+    out: dict[str, int] = {}
+    present = {r.check for r in records if names is None or r.architecture in names}
+    for check in (c for c in ALL_CHECKS if c in present):
+        out[str(check)] = sum(1 for r in records if r.check == check and r.status == Status.PASS
+                              and not r.fallback_ops and (names is None or r.architecture in names))
+    return out
+
+
 @dataclass
 class Blocker:
     op: str  # aten::name (dtype spellings are in ``variants``)

@@ -147,7 +147,7 @@ def switches() -> list[dict[str, Any]]:
     each option with what it says and its sources (URL or repo + path + commit), and how a run measures it."""
     prof = profiles.load(CONFIG.profile, CONFIG.switches)
     return [{"id": sw.id, "subject": sw.subject, "confidence": sw.confidence, "default": sw.default,
-             "active": sw.active, "measure": sw.measure, "ops": list(sw.ops), "dtypes": list(sw.dtypes),
+             "active": sw.active, "measure": sw.measure, "other_option": sw.other_option, "ops": list(sw.ops), "dtypes": list(sw.dtypes),
              "options": {name: {"says": o["says"], "sources": [prof.sources[k]["ref"] for k in o["sources"]]}
                          for name, o in sw.options.items()}}
             for sw in prof.switches]

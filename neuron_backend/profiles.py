@@ -73,6 +73,7 @@ class Switch:
     ops: tuple[str, ...]
     dtypes: tuple[str, ...]
     measure: str
+    other_option: str = "permissive"  # the non-default option lets more run ("permissive") or less ("strict")
 
     def sources(self, option: str) -> list[str]:
         return list(self.options[option]["sources"])
@@ -188,6 +189,8 @@ def _parse(raw: dict, file: str) -> Profile:
             raise ProfileError(f"{file}: {where}: default {sw.get('default')!r} is not one of its options")
         if sw.get("measure") not in ("rerun", "traces"):
             raise ProfileError(f"{file}: {where}: measure must be 'rerun' or 'traces'")
+        if len(sw.get("options", {})) != 2 or sw.get("other_option") not in ("permissive", "strict"):
+            raise ProfileError(f"{file}: {where}: two options, and other_option 'permissive' or 'strict'")
         for name, option in sw["options"].items():
             if not option.get("sources"):
                 raise ProfileError(f"{file}: {where}.{name}: an option without a source")
@@ -195,7 +198,8 @@ def _parse(raw: dict, file: str) -> Profile:
                 cite(key, f"{where}.{name}")
         switches.append(Switch(sw["id"], sw["subject"], sw["confidence"], sw["default"],
                                raw.get("active_switches", {}).get(sw["id"], sw["default"]), sw["options"],
-                               tuple(sw.get("ops", [])), tuple(sw.get("dtypes", [])), sw["measure"]))
+                               tuple(sw.get("ops", [])), tuple(sw.get("dtypes", [])), sw["measure"],
+                               sw["other_option"]))
     for i, d in enumerate(raw.get("decisions", [])):
         for key in d["sources"]:
             cite(key, f"decisions[{i}] ({d['subject']})")

@@ -147,9 +147,10 @@ EVIDENCE_OPS: dict[str, dict] = {
 # The decisions the headline depends on, as named switches: each option says what it models and cites its source;
 # "default" is what the profile models. A run measures how many architectures each one moves (worker/orchestration/
 # decisions.py): "rerun" = the affected architectures are run again with the other option, "traces" = it only moves
-# an op between the device and the CPU fallback, so the stored fallback ops say what changes.
+# an op between the device and the CPU fallback, so the stored fallback ops say what changes. "other_option": whether
+# the non-default option lets more run ("permissive") or less ("strict"): the range's ends set all of one kind at once.
 SWITCHES: list[dict] = [
-    {"id": "integer_sort_topk", "subject": "sort/topk/argsort on 32/64-bit integers", "confidence": "medium",
+    {"id": "integer_sort_topk", "other_option": "permissive", "subject": "sort/topk/argsort on 32/64-bit integers", "confidence": "medium",
      "ops": ["aten::sort", "aten::topk", "aten::argsort"], "dtypes": ["Int", "Long"], "measure": "rerun",
      "default": "fails",
      "options": {
@@ -159,7 +160,7 @@ SWITCHES: list[dict] = [
                   "sources": ["src-registrations"],
                   "patch": {"drop_known_issues": ["aten::sort", "aten::topk", "aten::argsort"],
                             "drop_ops": ["aten::sort"]}}}},
-    {"id": "grouped_mm_preconditions", "subject": "`_grouped_mm` 128-alignment and bf16-only", "confidence": "medium",
+    {"id": "grouped_mm_preconditions", "other_option": "permissive", "subject": "`_grouped_mm` 128-alignment and bf16-only", "confidence": "medium",
      "ops": ["aten::_grouped_mm"], "measure": "rerun", "default": "enforced",
      "options": {
          "enforced": {"says": "pre-release source's validate_offs; real Trn2 (Beta 3): 't must be divisible by 128', "
@@ -167,7 +168,7 @@ SWITCHES: list[dict] = [
          "not_enforced": {"says": "Neuron 2.34 'adds device support for more of the PyTorch API' and MoE recipes use "
                                   "upstream torch._grouped_mm: the preconditions may be gone (not verified)",
                           "sources": ["docs-release-notes"], "patch": {"drop_known_issues": ["aten::_grouped_mm"]}}}},
-    {"id": "complex_eager", "subject": "complex dtypes in eager", "confidence": "medium", "measure": "rerun",
+    {"id": "complex_eager", "other_option": "strict", "subject": "complex dtypes in eager", "confidence": "medium", "measure": "rerun",
      "ops": [], "dtypes": ["ComplexFloat", "ComplexDouble"], "default": "decomposed",
      "options": {
          "decomposed": {"says": "TORCH_NEURONX_COMPLEX_DECOMPOSE defaults to True for PyTorch >= 2.13 (Neuron 2.33 "
@@ -181,7 +182,7 @@ SWITCHES: list[dict] = [
                                                               "(real Trn2, torch-neuronx 2.11.3)",
                                                     "source": "obs:C_error_codes"}
                                                 for n in ("complex32", "complex64", "complex128")}}}}},
-    {"id": "argmax_device", "subject": "argmax on the device", "confidence": "low", "measure": "traces",
+    {"id": "argmax_device", "other_option": "permissive", "subject": "argmax on the device", "confidence": "low", "measure": "traces",
      "ops": ["aten::argmax"], "default": "cpu_fallback",
      "options": {
          "cpu_fallback": {"says": "the pre-release source registers no argmax: the CPU fallback runs it",

@@ -84,6 +84,11 @@ def sweep(
                                             help="exit 1 on a regression vs --baseline, or a run not complete"),
     resume: str = typer.Option(None, "--resume", help="finish this interrupted run (its device, catalog, checks)"),
     strict: bool = typer.Option(False, "--strict", help="no CPU fallback on neuron (NEURON_CPU_FALLBACK=0)"),
+    switch: list[str] = typer.Option(None, "--switch", help="set a decision of the simulated neuron device, "
+                                     "ID=OPTION (repeatable; NEURON_SWITCHES; the sweep summary lists them)"),
+    measure_decisions: bool = typer.Option(True, "--decisions/--no-decisions",
+                                           help="measure how many architectures each device decision moves "
+                                                "(re-runs the affected ones; the headline's range)"),
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
@@ -101,6 +106,12 @@ def sweep(
         _stored().run_id(resume)
     # Every name is checked here, before the harness (torch) loads: a typo answers at once.
     dev = validate.harness_device(device)
+    chosen = validate.switches(switch or [], dev)
+    if chosen:
+        if broker:
+            raise fail("--switch sets NEURON_SWITCHES for this machine's workers: set it on the cluster's workers")
+        # Read by neuron_backend when it loads, here and in every pool worker (they inherit it), as --strict is.
+        os.environ["NEURON_SWITCHES"] = ",".join(f"{k}={v}" for k, v in sorted(chosen.items()))
     wanted_checks = parse_checks(checks)
     src = validate.source(source or settings.catalog_source)
     validate.architectures(arch or [], src)
@@ -110,7 +121,8 @@ def sweep(
     code = _harness().sweep(device=dev, source=src, limit=limit, arch=arch,
                             checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
                             store=store, trigger=trigger, broker=broker, baseline=baseline,
-                            fail_on_regression=fail_on_regression, resume=resume)
+                            fail_on_regression=fail_on_regression, resume=resume,
+                            measure_decisions=measure_decisions)
     if baseline:
         raise typer.Exit(code)
 
@@ -154,6 +166,21 @@ def blockers(
     """Rank aten ops by how many architectures each one blocks."""
     device = validate.device(device) if device else None
     _harness().blockers(device=device, json_path=json_path, top=top)
+
+
+@app.command()
+def whatif(
+    switch: list[str] = typer.Option(None, "--switch", help="a decision at another option, ID=OPTION (repeatable); "
+                                     "none: list what the run measured"),
+    device: str = typer.Option("neuron", "--device", "-d", help="device whose headline run to re-judge"),
+    run_id: str = typer.Option(None, "--run", help="this stored run instead of the device's headline run"),
+    json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
+) -> None:
+    """Re-judge a run under other options of the device's decisions, from what the run measured (no new sweep)."""
+    dev = validate.device(device)
+    chosen = validate.switches(switch or [], dev)
+    code = _harness().whatif(chosen=chosen, device=dev, run_id=run_id, json_path=json_path)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -274,6 +301,34 @@ def serve_cmd(host: str = typer.Option(None, "--host", help="default COMPAT_HOST
               port: int = typer.Option(None, "--port", min=1, max=65535, help="default COMPAT_PORT")) -> None:
     """Serve the REST API and the dashboard."""
     _web().serve(host, port)
+
+
+def _calibration() -> ModuleType:
+    # Imported when `compat calibrate` runs: `compat --help` and bad input answer without torch and transformers.
+    from worker.orchestration import calibrate
+
+    return calibrate
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    device: str = typer.Option("neuron", "--device", "-d", help="the device compared with real Trainium: neuron"),
+    limit: int = typer.Option(None, "--limit", min=1, help="first N observed architectures (by name)"),
+    arch: list[str] = typer.Option(None, "--arch", "-a", help="only these observed classes (repeatable)"),
+    json_path: Path = typer.Option(None, "--json", help="write the comparison and the records here"),
+    jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
+    compile_check: bool = typer.Option(False, "--compile", help="also run compile and compare compiled observations"),
+) -> None:
+    """Compare the simulated device with what real Trainium hardware did (neuron_backend/profile_sources/
+    observations.json): observed architectures run as tiny models, one row each, and the agreement figure."""
+    dev = validate.harness_device(device)
+    if not dev.startswith("neuron"):
+        raise fail(f"calibrate compares the neuron device with real Trainium observations; --device {dev} is not "
+                   "neuron")
+    validate.observed(arch or [])
+    jobs = get_settings().jobs if jobs is None else jobs
+    _calibration().calibrate(device=dev, limit=limit, arch=arch, json_path=json_path, jobs=jobs,
+                             compile_check=compile_check)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from compat.decisions import DecisionEffect, headline_range
 from compat.results import (
     ArchitectureEntry,
     Blocker,
@@ -21,6 +22,7 @@ from compat.results import (
     Trigger,
     coverage,
     fallback_ranking,
+    native_per_check,
     percent,
     scope_label,
 )
@@ -31,6 +33,7 @@ from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError, registry_entries
 from worker.catalog.load import load_catalog, refresh_snapshot
+from worker.orchestration import decisions
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.console import console, fail
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
@@ -40,6 +43,7 @@ from worker.orchestration.progress import arch_note, fetch_progress, reporter
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.orchestration.tables import blockers_table, coverage_table, fallback_table, results_table
 from worker.orchestration.validate import architecture_error
+from worker.orchestration.whatif import run as run_whatif
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
@@ -67,7 +71,7 @@ def _read_report(path: Path) -> Report:
 
 def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
-          fail_on_regression: bool, resume: str | None = None) -> int:
+          fail_on_regression: bool, resume: str | None = None, measure_decisions: bool = True) -> int:
     """``compat sweep``: run the sweep (here or on the cluster), or finish an interrupted one (``resume``), print
     the coverage table; the exit code of the gate when ``baseline`` is given, else 0."""
     if resume is not None:
@@ -101,10 +105,27 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
             report = _broker_sweep(entries, dev, checks, trigger, json_path, catalog, scope,
                                    lambda done, _total: bar.update(done, "stored"))
         else:
-            report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=_store(store),
+            sink = _store(store)
+            report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=sink,
                                json_path=json_path, progress=progress, catalog_source=catalog.source,
                                snapshot_id=catalog.snapshot_id, scope=scope)
+    if measure_decisions and not broker:
+        _measure_decisions(report, dev, jobs, sink, json_path)
     return _summary(report, dev, json_path, baseline, fail_on_regression)
+
+
+def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
+    """How many architectures each of the device's decision switches moves, measured by re-running them."""
+    switches = decisions.device_switches(dev)
+    if not switches:
+        return
+    if any(sw["active"] != sw["default"] for sw in switches):
+        console.print("decisions not measured: this run set switches away from the profile's defaults", highlight=False)
+        return
+    plans = decisions.plans(switches)
+    with reporter(console, len(plans), "decisions") as bar:
+        decisions.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
+                         progress=lambda label, done, _total: bar.update(done, label))
 
 
 def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,
@@ -124,6 +145,11 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
     console.print(f"out of the box {cov.supported} / {n} ({percent(cov.supported, n)}), native {cov.native} / {n} "
                   f"({percent(cov.native, n)}), failing {cov.failing}" + (f"; profile {profile}" if profile else ""),
                   highlight=False, soft_wrap=True)
+    console.print("native per check: " + ", ".join(f"{c} {k} / {n}" for c, k in native_per_check(report.results,
+                                                                                             catalog).items()),
+                  highlight=False, soft_wrap=True)
+    effects = [DecisionEffect(**d) for d in report.decisions]
+    console.print(f"headline: {headline_range(cov.supported, n, effects).text()}", highlight=False, soft_wrap=True)
     if run.state not in (None, "complete"):
         console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False,
                       soft_wrap=True)
@@ -310,3 +336,8 @@ def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None
     console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")
 
 
+
+
+def whatif(*, chosen: dict[str, str], device: str, run_id: str | None, json_path: Path | None) -> int:
+    """``compat whatif``: the run re-judged under other decision options (worker/orchestration/whatif.py)."""
+    return run_whatif(chosen=chosen, device=device, run_id=run_id, json_path=json_path)

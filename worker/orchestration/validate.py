@@ -7,6 +7,7 @@ Torch, transformers and the store load only after these pass: a typo answers in 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,6 +109,26 @@ def _profiles_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / "profiles"
 
 
+def observed_architectures() -> list[str]:
+    """The architecture classes real Trainium hardware was observed running
+    (``neuron_backend/profile_sources/observations.json``), read as JSON: locating the package does not import it."""
+    folder = _profiles_dir()
+    try:
+        raw = json.loads((folder.parent / "profile_sources" / "observations.json").read_text()) if folder else {}
+        return sorted({str(o["architecture"]) for o in raw.get("observations", [])})
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # unreadable: `compat calibrate` loads it next and reports why (EvidenceError)
+
+
+def observed(names: Sequence[str]) -> None:
+    """Every ``compat calibrate --arch`` name must be an observed class (the observations' own spelling)."""
+    known = observed_architectures()
+    missing = [n for n in names if n not in known]
+    if known and missing:
+        # Named in full: a few dozen classes, and no other command lists them.
+        raise fail(unknown("observed architecture", missing[0], known, max_listed=len(known), key=architecture_key))
+
+
 def profile_names() -> list[str]:
     """The shipped op-table profiles, by file name (``neuron_backend/profiles/<name>.json``)."""
     folder = _profiles_dir()
@@ -133,3 +154,27 @@ def harness_device(name: str | None) -> str:
     neuron_profile(dev)
     return dev
 
+
+
+def switches(values: Sequence[str], device_name: str) -> dict[str, str]:
+    """``--switch ID=OPTION`` values checked against the active profile's decision switches (read from its JSON,
+    before torch loads): an unknown id or option answers with the valid ones."""
+    if not values:
+        return {}
+    if device_type(device_name) != "neuron":
+        raise fail("--switch sets the simulated neuron device's decisions: use it with --device neuron")
+    folder = _profiles_dir()
+    name = os.environ.get("NEURON_PROFILE", "trn2").strip()
+    data = json.loads((folder / f"{name}.json").read_text()) if folder else {}
+    known = {sw["id"]: list(sw["options"]) for sw in data.get("switches", [])}
+    chosen: dict[str, str] = {}
+    for value in values:
+        sid, eq, option = (part.strip() for part in value.partition("="))
+        if not eq or not option:
+            raise fail(f"--switch {value!r}: expected ID=OPTION, e.g. grouped_mm_preconditions=not_enforced")
+        if sid not in known:
+            raise fail(unknown("switch", sid, list(known), plural="switches"))
+        if option not in known[sid]:
+            raise fail(f"switch {sid!r} has no option {option!r}; options: {', '.join(known[sid])}")
+        chosen[sid] = option
+    return chosen
