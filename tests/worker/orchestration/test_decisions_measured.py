@@ -1,0 +1,86 @@
+"""Issue 18 acceptance, on the real runner and the simulated device: a sweep measures what each decision switch moves,
+and a real sweep run with that switch flipped lands exactly there (a fallback-only case: argmax; a failing case: MoE
+routing's integer sort behind grouped_mm's preconditions). The headline with its range is one text on the CLI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from compat.decisions import DecisionEffect
+from compat.results import ArchitectureEntry, Report, coverage
+from compat.settings import get_settings
+from worker.catalog.catalog import Catalog, write_snapshot
+from worker.orchestration.cli import app
+from worker.orchestration.console import console
+
+DENSE, MOE = "GPT2LMHeadModel", "MixtralForCausalLM"
+PERMISSIVE = {"argmax_device": "native", "grouped_mm_preconditions": "not_enforced", "integer_sort_topk": "runs"}
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    snapshot = tmp_path / "snapshot.json"
+    write_snapshot(Catalog(source="hub", snapshot_id=None, entries=[
+        ArchitectureEntry(name=n, model_type=t, rank=i) for i, (n, t) in enumerate(((DENSE, "gpt2"),
+                                                                                      (MOE, "mixtral")), 1)]),
+        snapshot, endpoint="test", limit=2)
+    for k, v in {"COMPAT_DATABASE_URL": f"sqlite:///{tmp_path / 'compat.db'}", "COMPAT_VAR_DIR": str(tmp_path),
+                 "COMPAT_CATALOG_SOURCE": "snapshot", "COMPAT_CATALOG_SNAPSHOT": str(snapshot),
+                 "COLUMNS": "400"}.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(console, "width", 400)
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def _sweep(tmp: Path, name: str, *args: str) -> tuple[str, Report]:
+    path = tmp / f"{name}.json"
+    res = runner.invoke(app, ["sweep", "--device", "neuron", "--jobs", "0", "--checks", "load,forward,generate",
+                              "--json", str(path), *args])
+    assert res.exit_code == 0, res.output
+    return res.output, Report.model_validate_json(path.read_text())
+
+
+def _counts(report: Report) -> tuple[int, int]:
+    cov = coverage(report.results, [e.name for e in report.architectures])
+    return cov.supported, cov.native
+
+
+def test_flipping_a_switch_moves_the_stored_figure_by_what_a_real_rerun_gives(env: Path) -> None:
+    out, base = _sweep(env, "base")
+    effects = {DecisionEffect(**d).key: DecisionEffect(**d) for d in base.decisions}
+    supported, native = _counts(base)
+    # On the defaults, the MoE stops at integer sort (NCC_EVRF013) and GPT-2's greedy argmax runs on the CPU.
+    assert (supported, native) == (1, 0), out
+    headline = re.search(r"headline: (.+)", out).group(1)
+    assert headline.startswith("1 (50.0%) out of the box; 1–2 across 4 decision(s): ")
+    assert "sort/topk/argsort on 32/64-bit integers (medium) moves 0" in headline  # grouped_mm still blocks it
+
+    # Fallback-only: re-judged from the stored fallback ops, then checked against a real sweep with argmax native.
+    argmax = effects["argmax_device=native"]
+    assert argmax.measured_by == "traces" and argmax.native_gains == [DENSE] and argmax.moves == 0
+    _, flipped = _sweep(env, "argmax", "--switch", "argmax_device=native")
+    assert _counts(flipped) == (supported + argmax.moves, native + argmax.native_moves)
+    assert flipped.decisions == []  # a run made away from the defaults measures nothing
+
+    # Failing: the MoE moves only when both its failures go; each alone moves nothing. Measured by re-running it.
+    both = effects[",".join(f"{k}={v}" for k, v in sorted(PERMISSIVE.items()))]
+    assert both.measured_by == "rerun" and both.gains == [MOE]
+    assert effects["integer_sort_topk=runs"].moves == 0 and effects["grouped_mm_preconditions=not_enforced"].moves == 0
+    _, permissive = _sweep(env, "permissive", *[a for k, v in PERMISSIVE.items() for a in ("--switch", f"{k}={v}")])
+    assert _counts(permissive)[0] == supported + both.moves
+    assert {r.architecture for r in permissive.results if r.check == "forward" and r.status == "pass"} == {DENSE, MOE}
+
+    # compat whatif reads the stored run and answers from what it measured, and names what it did not.
+    res = runner.invoke(app, ["whatif", "--json", str(env / "base.json"), "--switch", "integer_sort_topk=runs",
+                              "--switch", "grouped_mm_preconditions=not_enforced"])
+    assert res.exit_code == 2 and "not measured" in res.output, res.output
+    res = runner.invoke(app, ["whatif", "--json", str(env / "base.json"),
+                              *[a for k, v in PERMISSIVE.items() for a in ("--switch", f"{k}={v}")]])
+    assert res.exit_code == 0 and f"now supported: {MOE}" in res.output, res.output
