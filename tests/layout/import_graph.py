@@ -55,6 +55,8 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "`compat --help` and bad input answer without importing FastAPI and uvicorn",
     ("worker.orchestration.cli", "_cluster", "worker.orchestration.celery_app"):
         "`compat --help` and bad input answer without importing Celery",
+    ("worker.orchestration.cli", "_calibration", "worker.orchestration.calibrate"):
+        "`compat --help` and bad input answer without importing torch, transformers and the simulated device",
     ("worker.orchestration.cli", "_stored", "worker.orchestration.stored"):
         "bad input answers without SQLAlchemy unless a run id or an uncatalogued architecture is looked up",
     ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner"):

@@ -107,11 +107,8 @@ def sweep(
     # Every name is checked here, before the harness (torch) loads: a typo answers at once.
     dev = validate.harness_device(device)
     chosen = validate.switches(switch or [], dev)
-    if chosen:
-        if broker:
-            raise fail("--switch sets NEURON_SWITCHES for this machine's workers: set it on the cluster's workers")
-        # Read by neuron_backend when it loads, here and in every pool worker (they inherit it), as --strict is.
-        os.environ["NEURON_SWITCHES"] = ",".join(f"{k}={v}" for k, v in sorted(chosen.items()))
+    if chosen and broker:
+        raise fail("--switch sets NEURON_SWITCHES for this machine's workers: set it on the cluster's workers")
     wanted_checks = parse_checks(checks)
     src = validate.source(source or settings.catalog_source)
     validate.architectures(arch or [], src)
@@ -122,7 +119,7 @@ def sweep(
                             checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
                             store=store, trigger=trigger, broker=broker, baseline=baseline,
                             fail_on_regression=fail_on_regression, resume=resume,
-                            measure_decisions=measure_decisions)
+                            measure_decisions=measure_decisions, switches=chosen)
     if baseline:
         raise typer.Exit(code)
 
@@ -319,8 +316,8 @@ def calibrate_cmd(
     jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
     compile_check: bool = typer.Option(False, "--compile", help="also run compile and compare compiled observations"),
 ) -> None:
-    """Compare the simulated device with what real Trainium hardware did (neuron_backend/profile_sources/
-    observations.json): observed architectures run as tiny models, one row each, and the agreement figure."""
+    """Compare the simulated device with what real Trainium hardware was seen to do: each observed architecture
+    (neuron_backend/profile_sources/observations.json) runs as a tiny model; one row each, and the agreement."""
     dev = validate.harness_device(device)
     if not dev.startswith("neuron"):
         raise fail(f"calibrate compares the neuron device with real Trainium observations; --device {dev} is not "
