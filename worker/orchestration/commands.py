@@ -71,12 +71,25 @@ def _read_report(path: Path) -> Report:
 
 def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
-          fail_on_regression: bool, resume: str | None = None, measure_decisions: bool = True) -> int:
+          fail_on_regression: bool, resume: str | None = None, measure_decisions: bool = True,
+          switches: dict[str, str] | None = None) -> int:
     """``compat sweep``: run the sweep (here or on the cluster), or finish an interrupted one (``resume``), print
-    the coverage table; the exit code of the gate when ``baseline`` is given, else 0."""
+    the coverage table; the exit code of the gate when ``baseline`` is given, else 0. ``switches``: the device's
+    decisions at other options, for this sweep only (in this process and the workers it starts)."""
     if resume is not None:
         return _resume(resume, jobs, json_path, baseline, fail_on_regression)
-    dev = _device(device)
+    if switches:
+        with decisions.switched(_device(device), switches):
+            # Resolved again inside: the run records the device as it is now, switches included.
+            return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker,
+                          baseline, fail_on_regression, measure_decisions)
+    return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker, baseline,
+                  fail_on_regression, measure_decisions)
+
+
+def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
+           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
+           fail_on_regression: bool, measure_decisions: bool) -> int:
     if not broker and jobs > 0:
         try:
             check_memory_limit(get_settings().arch_memory_mb)
