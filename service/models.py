@@ -94,6 +94,9 @@ class Run(Base):
     owner_pid: Mapped[int | None] = mapped_column(Integer)
     heartbeat: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     end_reason: Mapped[str | None] = mapped_column(Text)  # why it was interrupted
+    # The measured decision switches (0008): compat.decisions.DecisionEffect.model_dump() each, written once the
+    # run's verdicts are in (Store.set_decisions); None = not measured. The headline's range is read from them.
+    decisions: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
 
     __table_args__ = (Index("ix_runs_device_started", "device", "started"),)
 

@@ -1,8 +1,9 @@
 """Read functions shared by the REST routers, the dashboard pages and the CLI: session in, pydantic schemas out.
 
 The read rules (docs/ARCHITECTURE.md, "Read rules") are applied here and nowhere else: which run (latest, headline,
-baseline) is ``service.runs``; supported, blockers/unlocks, ops on the CPU and regressions are the pure rules of
-``compat.results`` and ``compat.diff``. Reads first mark runs whose owner is lost ``interrupted``
+baseline) is ``service.runs``; one run's headline (with its range across decisions) is ``service.headline``;
+supported, blockers/unlocks, ops on the CPU and regressions are the pure rules of ``compat.results``,
+``compat.decisions`` and ``compat.diff``. Reads first mark runs whose owner is lost ``interrupted``
 (``service.lifecycle.reap``), so no page shows a dead run as in progress.
 """
 
@@ -19,16 +20,14 @@ from compat.results import (
     Status,
     Trigger,
     fallback_ranking,
-    headline_label,
     is_ranked,
     is_supported_statuses,
-    percent,
     scope_label,
-    verdict,
 )
 from compat.results import blockers as rank_blockers
 from service import schemas as S
 from service.declared_support import declared_lists
+from service.headline import device_coverage, frac
 from service.lifecycle import reap
 from service.models import Architecture, Device, Result, Run, Submission
 from service.records import aware, row_to_record
@@ -49,8 +48,6 @@ from service.runs import (
 StatusFilter = StrEnum("StatusFilter", {**{s.name: s.value for s in Status},
                                         "SUPPORTED": "supported", "UNSUPPORTED": "unsupported"})
 _ORDER = (Run.started.desc(), Run.id.desc())
-def _frac(a: int, b: int) -> float:
-    return round(a / b, 4) if b else 0.0
 
 
 def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[Run]:
@@ -79,38 +76,10 @@ def list_devices(session: Session) -> list[S.DeviceOut]:
     return out
 
 
-def _device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceCoverage:
-    view = run_view(session, run)
-    outcomes = view.outcomes
-    ranked = is_ranked(run.catalog_source)
-    top_n = top_n if ranked else None  # an unranked catalog has no "top N"
-    catalog = view.catalog[:top_n] if top_n is not None else view.catalog
-    names = [c.architecture for c in catalog]
-    total = len(names)
-    sup = [a for a in names if a in outcomes and outcomes[a].supported]
-    native = sum(1 for a in sup if not outcomes[a].fallback)
-    per_check = []
-    for check in run.checks or []:
-        passed = sum(1 for a in names if a in outcomes and outcomes[a].statuses.get(check) == Status.PASS)
-        per_check.append(S.CheckCoverage(check=check, passed=passed, total=total, fraction=_frac(passed, total),
-                                         headline=headline_label(check)))
-    return S.DeviceCoverage(
-        device=run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
-        simulated=bool((run.device_info or {}).get("simulated", False)), top_n=top_n, total=total,
-        supported=len(sup), fraction=_frac(len(sup), total), percent=percent(len(sup), total),
-        supported_with_fallback=len(sup) - native, per_check=per_check, native=native,
-        native_percent=percent(native, total), profile=((run.device_info or {}).get("details") or {}).get("profile"),
-        failing=sum(1 for a in names if a in outcomes
-                    and verdict(outcomes[a].statuses, outcomes[a].fallback) == "failing"),
-        catalog_source=run.catalog_source, snapshot_id=run.snapshot_id, scope=run.scope, ranked=ranked,
-        scope_label=scope_label(run.catalog_source, run.snapshot_id, run.scope, len(view.catalog)),
-    )
-
-
 def coverage(session: Session, device: str | None = None, run_id: str | None = None,
              top_n: int | None = None) -> S.Coverage:
     """Supported / total per device (latest run, or the given run), per check, optionally over the top-N."""
-    return S.Coverage(items=[_device_coverage(session, r, top_n) for r in _runs_for(session, device, run_id)])
+    return S.Coverage(items=[device_coverage(session, r, top_n) for r in _runs_for(session, device, run_id)])
 
 
 def coverage_history(session: Session, device: str) -> S.CoverageHistory:
@@ -128,7 +97,7 @@ def coverage_history(session: Session, device: str) -> S.CoverageHistory:
             total, supported = run.arch_count or 0, run.supported_count
         points.append(S.CoveragePoint(run_id=run.id, started=aware(run.started), trigger=run.trigger,
                                       state=run.state, supported=supported, total=total,
-                                      fraction=_frac(supported, total)))
+                                      fraction=frac(supported, total)))
     return S.CoverageHistory(device=device, points=points)
 
 
@@ -371,7 +340,7 @@ def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredC
         sup = [n for n in names if n in dl.architectures]
         rows.append(S.DeclaredCoverageRow(kind="declared", name=dl.title, label=S.DECLARED_LABEL,
                                           source=dl.source_url, supported=len(sup), total=total,
-                                          fraction=_frac(len(sup), total), architectures=sup))
+                                          fraction=frac(len(sup), total), architectures=sup))
     for dev in device_names(session):
         run = latest_run(session, dev)
         if run is None:
@@ -380,7 +349,7 @@ def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredC
         sup = [n for n in names if n in outcomes and outcomes[n].supported]
         rows.append(S.DeclaredCoverageRow(kind="measured", name=dev, label=f"measured on {dev}, run {run.id}",
                                           run_id=run.id, supported=len(sup), total=total,
-                                          fraction=_frac(len(sup), total), architectures=sup))
+                                          fraction=frac(len(sup), total), architectures=sup))
     return S.DeclaredCoverage(top_n=top_n, total=total, rows=rows, run_id=ref.id, ranked=ranked,
                               scope_label=scope_label(ref.catalog_source, ref.snapshot_id, ref.scope, len(catalog)))
 

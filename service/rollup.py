@@ -30,10 +30,15 @@ class ArchOutcome:
     blocking_op: str | None = None
     error: str | None = None
     fallback: bool = False
+    fallback_checks: set[str] = field(default_factory=set)  # checks whose record ran an op on the CPU
 
     @property
     def supported(self) -> bool:
         return is_supported_statuses(self.statuses)
+
+    def native_in(self, check: str) -> bool:
+        """Passed ``check`` with no op on the CPU: ``compat.results.native_per_check``'s rule on the roll-up."""
+        return self.statuses.get(check) == _PASS and check not in self.fallback_checks
 
 
 @dataclass(frozen=True)
@@ -113,8 +118,9 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
         o.statuses[check] = status
         if o.rank is None:
             o.rank = rank
-        if fallback and check in _SUPPORT:
-            o.fallback = True
+        if fallback:
+            o.fallback_checks.add(check)
+            o.fallback = o.fallback or check in _SUPPORT
         if blocking_op or ((etype or emsg) and status != _PASS):
             detail.append(row)
     # Check order (not row order) decides which failure's op/error an architecture shows.

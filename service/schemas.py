@@ -21,6 +21,28 @@ class CheckCoverage(BaseModel):
     total: int
     fraction: float
     headline: str | None = None  # a check with its own headline (lora: "fine-tunes with LoRA"); never "supported"
+    # Passed with no op on the CPU (compat.results.native_per_check): a forward run wholly on the device is a native
+    # forward even when generate's argmax fell back.
+    native: int = 0
+
+
+class DecisionOut(BaseModel):
+    """One measured decision switch of the device (compat.decisions.DecisionEffect) over the coverage's catalog."""
+
+    key: str  # "switch=option[,switch=option]": the options measured, not the defaults
+    switches: dict[str, str]
+    subject: str
+    confidence: str
+    sources: list[str] = Field(default_factory=list)  # URL, or repo + path + commit
+    measured_by: str  # "rerun" | "traces"
+    affected: int = 0  # architectures looked at (the rest cannot move)
+    moves: int = 0  # net change of the supported count
+    native_moves: int = 0
+    gains: list[str] = Field(default_factory=list)
+    losses: list[str] = Field(default_factory=list)
+    native_gains: list[str] = Field(default_factory=list)
+    native_losses: list[str] = Field(default_factory=list)
+    unmeasured: list[str] = Field(default_factory=list)  # no verdict in the re-run
 
 
 class DeviceCoverage(BaseModel):
@@ -44,6 +66,12 @@ class DeviceCoverage(BaseModel):
     failing: int = 0
     profile: str | None = None
     per_check: list[CheckCoverage] = Field(default_factory=list)
+    # The headline's range across the run's measured decisions (compat.decisions.headline_range); without any,
+    # low = high = supported and ``range_text`` is the plain head. ``range_text`` is the one spelling: show it as is.
+    range_low: int = 0
+    range_high: int = 0
+    range_text: str = ""
+    decisions: list[DecisionOut] = Field(default_factory=list)
     catalog_source: str = "registry"
     snapshot_id: str | None = None
     scope: str = "full"

@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from compat.decisions import DecisionEffect
 from compat.lifecycle import DEFAULT_SILENCE_S
 from compat.results import (
     ArchitectureEntry,
@@ -169,6 +170,16 @@ class Store:
                 {"run_id": run_id, "architecture": t.architecture, "ops": list(t.ops)} for t in by_arch.values()
             ], ["run_id", "architecture"])
 
+    def set_decisions(self, run_id: str, effects: list[DecisionEffect]) -> None:
+        """Keep what each measured decision switch moves in the run (the headline's range); a second call replaces
+        the first (a re-measure is the newer word, never merged with the old one)."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            run.decisions = [e.model_dump(mode="json") for e in effects]
+            run.data_version = (run.data_version or 0) + 1  # page caches key on it: the range must show at once
+
     def finish_run(self, run_id: str) -> str:
         """Close a run: ``complete`` only when every planned key has a result, else ``incomplete``."""
         with self.session() as s:
@@ -285,6 +296,15 @@ class Store:
             if notes:
                 sub.notes = [*(sub.notes or []), *[n for n in notes if n not in (sub.notes or [])]]
             sub.error = error[:4000] if error else None
+
+    def decisions(self, run_id: str) -> list[DecisionEffect]:
+        """The run's measured decision switches (``set_decisions``); empty when none were measured (a ``Report``
+        built from the store carries them as ``decisions``: ``[e.model_dump() for e in ...]``)."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            return [DecisionEffect(**d) for d in run.decisions or []]
 
     def op_traces(self, run_id: str) -> list[OpTrace]:
         with self.session() as s:
