@@ -4,10 +4,12 @@ routing's integer sort behind grouped_mm's preconditions). The headline with its
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from compat.decisions import DecisionEffect
@@ -16,6 +18,7 @@ from compat.settings import get_settings
 from worker.catalog.catalog import Catalog, write_snapshot
 from worker.orchestration.cli import app
 from worker.orchestration.console import console
+from worker.orchestration.serve import create_app
 
 DENSE, MOE = "GPT2LMHeadModel", "MixtralForCausalLM"
 PERMISSIVE = {"argmax_device": "native", "grouped_mm_preconditions": "not_enforced", "integer_sort_topk": "runs"}
@@ -47,6 +50,10 @@ def _sweep(tmp: Path, name: str, *args: str) -> tuple[str, Report]:
     return res.output, Report.model_validate_json(path.read_text())
 
 
+def _args(archs: list[str]) -> list[str]:
+    return [a for arch in archs for a in ("--arch", arch)]
+
+
 def _counts(report: Report) -> tuple[int, int]:
     cov = coverage(report.results, [e.name for e in report.architectures])
     return cov.supported, cov.native
@@ -62,10 +69,21 @@ def test_flipping_a_switch_moves_the_stored_figure_by_what_a_real_rerun_gives(en
     assert headline.startswith("1 (50.0%) out of the box; 1–2 across 4 decision(s): ")
     assert "sort/topk/argsort on 32/64-bit integers (medium) moves 0" in headline  # grouped_mm still blocks it
 
+    # One rule, three surfaces: the CLI's headline, the API's range and the overview page read the one stored run.
+    with TestClient(create_app(get_settings())) as client:
+        cov = client.get("/api/v1/coverage", params={"device": "neuron"}).json()["items"][0]
+        page = client.get("/").text
+    assert cov["run_id"] == base.run.id and cov["range_text"] == headline
+    assert (cov["range_low"], cov["range_high"]) == (1, 2)
+    shown = re.search(r'data-metric="range">([^<]+)<', page).group(1)
+    assert html.unescape(shown).strip() == headline
+
     # Fallback-only: re-judged from the stored fallback ops, then checked against a real sweep with argmax native.
     argmax = effects["argmax_device=native"]
     assert argmax.measured_by == "traces" and argmax.native_gains == [DENSE] and argmax.moves == 0
-    _, flipped = _sweep(env, "argmax", "--switch", "argmax_device=native")
+    # The real re-run runs only what the switch touched (the rest cannot move): the figure is the stored one plus it.
+    _, flipped = _sweep(env, "argmax", "--switch", "argmax_device=native", *_args(argmax.affected))
+    assert argmax.affected == [DENSE, MOE]  # both run argmax on the CPU reference; only GPT-2 gets that far
     assert _counts(flipped) == (supported + argmax.moves, native + argmax.native_moves)
     assert flipped.decisions == []  # a run made away from the defaults measures nothing
 
@@ -73,7 +91,8 @@ def test_flipping_a_switch_moves_the_stored_figure_by_what_a_real_rerun_gives(en
     both = effects[",".join(f"{k}={v}" for k, v in sorted(PERMISSIVE.items()))]
     assert both.measured_by == "rerun" and both.gains == [MOE]
     assert effects["integer_sort_topk=runs"].moves == 0 and effects["grouped_mm_preconditions=not_enforced"].moves == 0
-    _, permissive = _sweep(env, "permissive", *[a for k, v in PERMISSIVE.items() for a in ("--switch", f"{k}={v}")])
+    _, permissive = _sweep(env, "permissive", *[a for k, v in PERMISSIVE.items() for a in ("--switch", f"{k}={v}")],
+                           *_args(both.affected))
     assert _counts(permissive)[0] == supported + both.moves
     assert {r.architecture for r in permissive.results if r.check == "forward" and r.status == "pass"} == {DENSE, MOE}
 
