@@ -1,6 +1,7 @@
 """Status badge of an architecture on a device, as a small SVG (for READMEs and model cards).
 
-Unknown architectures get a grey "not tested" badge rather than an error, so an embedded image never breaks.
+An architecture of the catalog with no result on the device gets a grey "not tested" badge (an embedded image of a
+model not yet swept still renders); a name the catalog has never held is a 404, like every other unknown resource.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from compat.results import is_supported_statuses
 from service.api.deps import READ_ERRORS, reject_unknown_query
 from service.api.results import NAME
 from service.deps import app_settings, get_session
+from service.models import Architecture
 from service.queries import latest_results_in
+from service.runs import NotFound
 
 router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=READ_ERRORS)
 
@@ -51,6 +54,8 @@ def badge(request: Request, session: Annotated[Session, Depends(get_session)],
           device: Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME)] = None) -> Response:
     device = device or app_settings(request).device
     latest = latest_results_in(session, architecture, device)
+    if not latest and session.get(Architecture, architecture) is None:
+        raise NotFound(f"architecture {architecture!r} is not in the catalog; /api/v1/architectures lists them")
     state = badge_state({str(r.check): str(r.status) for r in latest},
                         any(r.fallback_ops for r in latest))
     svg = render_badge(device, state, COLORS[state])

@@ -70,6 +70,8 @@ def test_badge_states(client, runs) -> None:
     assert "supported" in ok.text and "#2e7d32" in ok.text
     assert "unsupported" in client.get("/api/v1/badges/MixtralForCausalLM.svg").text
     assert "not tested" in client.get("/api/v1/badges/LlamaForCausalLM.svg?device=cuda").text
+    unknown = client.get("/api/v1/badges/NoSuchArchForCausalLM.svg")  # issue 19: was a 200 "not tested" badge
+    assert unknown.status_code == 404 and "not in the catalog" in unknown.json()["error"]
 
 
 def test_submission_needs_token(client) -> None:

@@ -308,7 +308,8 @@ def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
             console.print(b.message, highlight=False)
     if on_cpu:
         console.print(fallback_table(on_cpu, top))
-        for f in on_cpu[:3]:
+        # Only ops that alone take an architecture off the CPU earn a sentence; the table lists the rest.
+        for f in [f for f in on_cpu if f.offloads][:3]:
             console.print(f.message, highlight=False)
 
 
