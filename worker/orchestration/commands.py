@@ -28,6 +28,7 @@ from compat.results import (
 )
 from compat.results import blockers as rank_blockers
 from compat.settings import get_settings
+from compat.verdict_text import verdict_text
 from service import queries
 from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
@@ -264,6 +265,7 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
         if bad:
             raise fail(bad)
         raise fail(f"no results for {architecture}{' on ' + device if device else ''}; run `compat sweep` first", 1)
+    console.print(f"{architecture}: {verdict_text(recs)}", highlight=False, soft_wrap=True)
     console.print(results_table(recs, title=architecture))
     for r in recs:
         if r.repro and r.status != Status.PASS:
