@@ -25,6 +25,7 @@ from compat.results import (
     scope_label,
 )
 from compat.results import blockers as rank_blockers
+from compat.verdict_text import verdict_text
 from service import schemas as S
 from service.declared_support import declared_lists
 from service.headline import device_coverage, frac
@@ -153,8 +154,10 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         raise NotFound(f"architecture {name!r} not found")
     latest = latest_results_in(session, name)
     supported: dict[str, bool] = {}
+    verdicts: dict[str, str] = {}
     for dev in sorted({r.device for r in latest}):
         supported[dev] = is_supported_statuses({str(r.check): str(r.status) for r in latest if r.device == dev})
+        verdicts[dev] = verdict_text(r for r in latest if r.device == dev)
     rows = session.execute(
         select(Result.run_id, Result.device, Result.check, Result.status, Run.started, Run.trigger)
         .join(Run, Run.id == Result.run_id).where(Result.architecture == name)
@@ -171,7 +174,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
     return S.ArchitectureDetail(
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
         downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
-        remote_code=arch.remote_code if arch else False, latest=latest, supported=supported,
+        remote_code=arch.remote_code if arch else False, latest=latest, supported=supported, verdicts=verdicts,
         latest_runs=latest_runs_of(session, name),
         history=list(history.values()),
         blocking_op=next((r.blocking_op for r in latest if r.blocking_op), None),

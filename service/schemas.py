@@ -142,6 +142,8 @@ class ArchitectureDetail(BaseModel):
     latest: list[ResultRecord]  # per device, from its newest finished run that has this architecture
     latest_runs: dict[str, str] = Field(default_factory=dict)  # device -> the run ``latest`` came from
     supported: dict[str, bool]  # device -> supported in its newest run
+    # device -> compat.verdict_text: "supported natively", "supported with CPU fallback: generate aten::argmax", ...
+    verdicts: dict[str, str] = Field(default_factory=dict)
     history: list[HistoryPoint]  # newest first
     blocking_op: str | None = None
     error: str | None = None

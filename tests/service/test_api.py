@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -46,6 +47,12 @@ def test_coverage_and_lists(client, runs) -> None:
     arch = client.get("/api/v1/architectures/MixtralForCausalLM").json()
     assert arch["blocking_op"] == "aten::histc (Long)" and arch["supported"] == {"neuron": False}
     assert len(arch["history"]) == 2
+    # issue 19: the verdict says where it stops, not only "not supported"
+    assert arch["verdicts"]["neuron"].startswith("failing: ") and "aten::histc (Long)" in arch["verdicts"]["neuron"]
+    llama = client.get("/api/v1/architectures/LlamaForCausalLM").json()["verdicts"]["neuron"]
+    assert llama.startswith("supported"), llama
+    page = client.get("/architectures/LlamaForCausalLM").text
+    assert f"<p class=\"small\" data-verdict>{html.escape(llama)}</p>" in page  # the page shows the same line
     declared = client.get("/api/v1/coverage/declared", params={"top_n": 4}).json()
     labels = {r["name"]: r["label"] for r in declared["rows"]}
     assert labels["optimum-neuron 0.4.5"] == "declared, not measured"
