@@ -92,6 +92,22 @@ def test_cores_are_separate_devices(dev):
     assert (torch.ones(2, device="neuron:1") * 2).device == torch.device("neuron:1")
 
 
+
+def test_backward_on_a_second_core_lands_its_gradients_there(dev):
+    # torch 2.13's Python device guard reports one device, so the autograd engine has one device queue and backward
+    # on neuron:1 failed its INTERNAL ASSERT (device_ready_queues_); registration.py turns multithreading off in the
+    # importing thread (this one), so every core's backward runs here. An engine failure is a RuntimeError, no abort.
+    assert torch._C._is_multithreading_enabled() is False
+    x = torch.randn(4, 4, device="neuron:1", requires_grad=True)
+    (x * 2).sum().backward()
+    assert x.grad.device == torch.device("neuron:1") and x.grad.cpu().eq(2).all()
+    # a graph across cores (a model split over neuron:0 and neuron:1): each leaf's gradient stays on its core
+    w0 = torch.ones(3, device="neuron:0", requires_grad=True)
+    w1 = torch.full((3,), 2.0, device="neuron:1", requires_grad=True)
+    ((w0 * 3).to("neuron:1") * w1).sum().backward()
+    assert w0.grad.device == dev and w0.grad.cpu().tolist() == [6.0, 6.0, 6.0]
+    assert w1.grad.device == torch.device("neuron:1") and w1.grad.cpu().tolist() == [3.0, 3.0, 3.0]
+
 def test_torch_save_loads_as_host_tensors_and_deepcopy_stays_on_device(dev, tmp_path):
     import copy
 

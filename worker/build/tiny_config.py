@@ -1,7 +1,9 @@
 """Shrink an architecture's config to a tiny one (hidden ~64, 2-4 layers, vocab ~1k) that keeps its features.
 
-Generic name-based rules on the config dict (recursing into composite sub-configs), a layer cut that keeps hybrid
-patterns (``worker.build.layer_pattern``), the per-architecture ``worker.build.overrides`` table, then a parameter bound.
+Generic name-based rules on the config dict (recursing into composite sub-configs; sizes and field names in
+``worker.build.sizes``), a layer cut that keeps hybrid patterns (``worker.build.layer_pattern``), the relations the
+rules break re-tied (``worker.build.relations``), the per-architecture ``worker.build.overrides`` table, then a
+parameter bound.
 """
 
 from __future__ import annotations
@@ -19,66 +21,42 @@ from compat.results import ArchitectureEntry
 from compat.settings import get_settings
 from worker.build.layer_pattern import cut_layers
 from worker.build.overrides import BASE_OVERRIDES, OVERRIDES, apply_override, lookup
+from worker.build.relations import fix_relations
 from worker.build.rope import shrink_rope
-
-HIDDEN = 64
-HEADS = 4
-HEAD_DIM = 16
-INTERMEDIATE = 128
-EXPERT_INTERMEDIATE = 32
-VOCAB = 1024
-EXPERTS = 4
-MAX_POSITIONS = 2048  # big enough for any test prompt; bounds learned position tables and causal-mask buffers
-WINDOW = 16  # sliding windows shorter than a 32-token generation, so the windowed path really runs
-SSM_STATE = 16
-LORA_RANK = 32
-SMALL_RANK = 8
-
-HIDDEN_FIELDS = {
-    "hidden_size", "d_model", "n_embd", "emb_dim", "embedding_dim", "lru_width", "attention_hidden_size",
-    "word_embed_proj_dim", "hidden_size_global", "projector_input_dim", "projector_output_dim",
-    "backbone_hidden_size", "router_hidden_size", "input_embedding_size", "output_embedding_size",
-}
-INTERMEDIATE_FIELDS = {
-    "intermediate_size", "ffn_dim", "n_inner", "decoder_ffn_dim", "encoder_ffn_dim", "d_inner", "dff", "dim_ff",
-    "ffn_hidden_size", "feed_forward_size", "intermediate_size_mlp", "dense_intermediate_size", "mlp_dim",
-}
-EXPERT_INTERMEDIATE_FIELDS = {
-    "moe_intermediate_size", "expert_ffn_hidden_size", "shared_expert_intermediate_size",
-    "shared_experts_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size",
-}
-HEAD_FIELDS = {
-    "num_attention_heads", "n_head", "n_heads", "num_heads", "decoder_attention_heads", "encoder_attention_heads",
-    "attention_heads", "swa_num_attention_heads", "num_decoder_attention_heads", "num_encoder_attention_heads",
-}
-KV_HEAD_FIELDS = {"num_key_value_heads", "num_kv_heads", "kv_n_heads", "multi_query_group_num",
-                  "swa_num_key_value_heads", "num_query_groups"}
-HEAD_DIM_FIELDS = {
-    "head_dim", "d_head", "attention_head_dim", "kv_channels", "dim_head", "attention_head_size", "swa_head_dim",
-    "linear_head_dim", "linear_key_head_dim", "linear_value_head_dim", "mamba_d_head", "mamba_head_dim",
-    "mamba_headdim", "index_head_dim", "v_head_dim", "qk_nope_head_dim",
-}
-LINEAR_HEAD_FIELDS = {"linear_num_heads", "linear_num_key_heads", "linear_num_value_heads", "index_n_heads"}
-CHANNEL_FIELDS = {"ext_pw_out_channel", "depthwise_separable_out_channel", "nemo_conv_channels"}
-LORA_FIELDS = {"kv_lora_rank", "q_lora_rank", "o_lora_rank"}
-SMALL_RANK_FIELDS = {"adapter_rank", "laurel_rank", "hc_lowrank", "gated_norm_rank", "time_step_rank",
-                     "mamba_dt_rank", "d_rel"}
-VOCAB_FIELDS = {"vocab_size", "decoder_vocab_size", "vocab_size_per_layer_input", "unpadded_vocab_size",
-                "encoder_hash_byte_group_vocab", "shape_vocab_size", "pronunciation_vocab_size"}
-POSITION_FIELDS = {"max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "context_length",
-                   "max_target_positions", "model_max_length"}
-EXPERT_COUNT_FIELDS = {"num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"}
-TOPK_FIELDS = {"num_experts_per_tok", "moe_topk", "moe_top_k", "moe_k", "num_experts_per_token", "top_k"}
-SHARED_EXPERT_FIELDS = {"n_shared_experts", "num_shared_experts", "moe_num_shared_experts"}
-WINDOW_FIELDS = {"sliding_window", "attention_window_size", "local_attention", "sliding_window_size",
-                 "attention_chunk_size", "local_attention_window_len", "window_size", "keep_window_size"}
-SSM_STATE_FIELDS = {"state_size", "ssm_state_size", "mamba_d_state"}
-MAMBA_HEAD_FIELDS = {"mamba_n_heads", "mamba_num_heads", "n_mamba_heads"}
-CHUNK_FIELDS = {"chunk_size", "mamba_chunk_size"}
-# Fields left None by some config classes' defaults that their models then need (hunyuan, ministral, dots1...).
-FILL_NONE = {"head_dim": HEAD_DIM, "num_key_value_heads": HEADS, "num_experts_per_tok": 2, "n_routed_experts": EXPERTS,
-             "n_shared_experts": 1}
-ZERO_FIELDS = {"router_jitter_noise", "input_jitter_noise"}  # random routing noise breaks the reference check
+from worker.build.sizes import (
+    CHANNEL_FIELDS,
+    CHUNK_FIELDS,
+    EXPERT_COUNT_FIELDS,
+    EXPERT_INTERMEDIATE,
+    EXPERT_INTERMEDIATE_FIELDS,
+    EXPERTS,
+    FILL_NONE,
+    HEAD_DIM,
+    HEAD_DIM_FIELDS,
+    HEAD_FIELDS,
+    HEADS,
+    HIDDEN,
+    HIDDEN_FIELDS,
+    INTERMEDIATE,
+    INTERMEDIATE_FIELDS,
+    KV_HEAD_FIELDS,
+    LINEAR_HEAD_FIELDS,
+    LORA_FIELDS,
+    LORA_RANK,
+    MAX_POSITIONS,
+    POSITION_FIELDS,
+    SHARED_EXPERT_FIELDS,
+    SMALL_RANK,
+    SMALL_RANK_FIELDS,
+    SSM_STATE,
+    SSM_STATE_FIELDS,
+    TOPK_FIELDS,
+    VOCAB,
+    VOCAB_FIELDS,
+    WINDOW,
+    WINDOW_FIELDS,
+    ZERO_FIELDS,
+)
 
 
 class TinyConfigError(ValueError):
@@ -271,62 +249,6 @@ def _remap_token_ids(d: dict[str, Any], vocab: int, orig_vocab: Any, ranks: dict
             d[k] = [new(x) for x in v] if isinstance(v, list) else new(v)
 
 
-def _fix_relations(d: dict[str, Any], orig: dict[str, Any]) -> None:
-    """Re-establish relations between fields that the per-field rules break."""
-    if _is_int(orig.get("head_dim")) and orig.get("head_dim") == orig.get("qk_rope_head_dim"):
-        d["head_dim"] = d["qk_rope_head_dim"]  # MLA models rope over head_dim = qk_rope_head_dim
-    if _is_int(d.get("qk_nope_head_dim")) and _is_int(d.get("qk_rope_head_dim")) and "qk_head_dim" in d:
-        d["qk_head_dim"] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]
-    nope, rope = orig.get("qk_nope_head_dim"), orig.get("qk_rope_head_dim")
-    if _is_int(nope) and _is_int(rope):
-        for name in HEAD_DIM_FIELDS - {"qk_nope_head_dim", "v_head_dim"}:
-            if orig.get(name) == nope + rope and name != "head_dim":
-                d[name] = d["qk_nope_head_dim"] + d["qk_rope_head_dim"]  # e.g. SWA head_dim = nope + rope
-    if _is_int(d.get("rotary_dim")) and _is_int(d.get("head_dim")):
-        d["rotary_dim"] = min(d["rotary_dim"], d["head_dim"])
-    hidden = d.get("hidden_size")
-    if _is_int(orig.get("attention_hidden_size")) and _is_int(orig.get("hidden_size")) and _is_int(hidden):
-        # Zamba's attention runs on [hidden, hidden] concatenated: keep that ratio, and head dims derived from it.
-        ratio = max(1, orig["attention_hidden_size"] // orig["hidden_size"])
-        d["attention_hidden_size"] = ratio * hidden
-        heads = d.get("num_attention_heads")
-        if _is_int(orig.get("attention_head_dim")) and _is_int(heads) and _is_int(orig.get("num_attention_heads")):
-            if orig["attention_head_dim"] * orig["num_attention_heads"] == orig["attention_hidden_size"]:
-                d["attention_head_dim"] = d["attention_hidden_size"] // heads
-    expand = d.get("mamba_expand", d.get("expand"))
-    if _is_int(d.get("mamba_d_ssm")) and _is_int(expand) and _is_int(hidden):
-        d["mamba_d_ssm"] = expand * hidden  # Falcon-H1: the SSM width is expand * hidden
-    if all(_is_int(d.get(k)) for k in ("state_size", "num_heads", "head_dim")) and _is_int(expand) and \
-            _is_int(hidden) and "n_groups" in d:
-        d["num_heads"] = max(1, expand * hidden // d["head_dim"])  # Mamba-2: heads * head_dim = expand * hidden
-    for name in MAMBA_HEAD_FIELDS:
-        if _is_int(d.get(name)):
-            head = next((d[h] for h in ("mamba_d_head", "mamba_head_dim", "mamba_headdim") if _is_int(d.get(h))),
-                        None)
-            if head and _is_int(expand):
-                d[name] = max(1, expand * HIDDEN // head)
-            else:
-                d[name] = min(d[name], 4)
-    for name in ("n_groups", "mamba_n_groups", "mamba_ngroups"):
-        if _is_int(d.get(name)):
-            d[name] = 1
-    _heads_divisible(d)
-    if _is_int(d.get("num_experts_per_tok")) and _is_int(d.get("topk_group")) and _is_int(d.get("n_group")):
-        per_group = max(1, EXPERTS // d["n_group"])
-        d["num_experts_per_tok"] = min(d["num_experts_per_tok"], d["topk_group"] * per_group)
-
-
-
-def _heads_divisible(d: dict[str, Any]) -> None:
-    """Grouped-query attention needs heads % kv_heads == 0 per layer: round per-layer head counts up to it."""
-    kv = d.get("num_key_value_heads")
-    for name in ("num_attention_heads_per_layer",):
-        heads = d.get(name)
-        if isinstance(heads, list) and all(_is_int(h) for h in heads):
-            kvs = kv if isinstance(kv, list) and len(kv) == len(heads) else [kv] * len(heads)
-            d[name] = [-(-h // k) * k if _is_int(k) and k > 0 and h > 0 else h for h, k in zip(heads, kvs, strict=True)]
-
-
 def shrink_dict(d: dict[str, Any], keep: list[int] | None = None, parent_vocab: tuple[int, int] | None = None,
                 ranks: dict[int, int] | None = None) -> dict[str, Any]:
     """Apply the generic rules to one config dict and, recursively, to its sub-config dicts.
@@ -354,7 +276,7 @@ def shrink_dict(d: dict[str, Any], keep: list[int] | None = None, parent_vocab: 
         else:
             out[name] = _shrink_field(name, value, d)
     out = cut_layers(out, keep)
-    _fix_relations(out, orig)
+    fix_relations(out, orig)
     shrink_rope(out, orig)
     if own_vocab is not None:
         _remap_token_ids(out, own_vocab[1], own_vocab[0], ranks)
