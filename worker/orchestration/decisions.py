@@ -79,19 +79,28 @@ def measure(report: Report, device: Device, *, jobs: int, progress: Progress | N
     todo = plans(switches)
     for i, plan in enumerate(todo):
         chosen = [by_id[sid] for sid in plan]
-        looked = sorted({a for sw in chosen for a in affected(sw, traces, records) if a in entries})
+        by_rerun = [sw for sw in chosen if sw["measure"] == "rerun"]
+        by_traces = [sw for sw in chosen if sw["measure"] == "traces"]
+        rerun_looked = sorted({a for sw in by_rerun for a in affected(sw, traces, records) if a in entries})
+        traces_looked = {a for sw in by_traces for a in affected(sw, traces, records) if a in entries}
         label = ", ".join(f"{k}={v}" for k, v in plan.items())
         if progress:
             progress(label, i, len(todo))
-        if all(sw["measure"] == "traces" for sw in chosen):
-            under = rejudge_fallback(chosen, [r for r in records if r.architecture in looked])
-            measured_by = "traces"
-        else:
+        under: dict[str, str] = {}
+        if rerun_looked:
+            # Every chosen switch is set for the re-run, the fallback-only ones too: their effect rides along.
             with switched(device, plan):
-                rerun = run_sweep([entries[a] for a in looked], device, SUPPORT_CHECKS, jobs=jobs,
-                                  scope=Scope.SELECTION) if looked else None
-            under = {a: arch_verdict(recs) for a, recs in by_architecture(rerun.results if rerun else []).items()}
-            measured_by = "rerun"
+                rerun = run_sweep([entries[a] for a in rerun_looked], device, SUPPORT_CHECKS, jobs=jobs,
+                                  scope=Scope.SELECTION)
+            under.update({a: arch_verdict(recs) for a, recs in by_architecture(rerun.results).items()})
+        # What only a fallback-only switch touches is re-judged from its stored fallback ops: no run needed (an
+        # argmax switch touches nearly every architecture through generate, and re-running them all would be a
+        # second sweep).
+        rest = traces_looked - set(rerun_looked)
+        if rest:
+            under.update(rejudge_fallback(by_traces, [r for r in records if r.architecture in rest]))
+        looked = sorted(set(rerun_looked) | traces_looked)
+        measured_by = "rerun" if rerun_looked else "traces"
         subject = " + ".join(sw["subject"] for sw in chosen)
         confidence = min((sw["confidence"] for sw in chosen), key=["low", "medium", "high"].index)
         sources = [ref for sw in chosen for ref in sw["options"][plan[sw["id"]]]["sources"]]
