@@ -1,4 +1,4 @@
-"""The service's CLI actions (``compat db upgrade``, ``compat token create``, ``compat runs reap``) as functions.
+"""The service's CLI actions (``compat db upgrade``, ``compat token create``, ``compat runs reap|list``) as functions.
 
 ``worker/orchestration/cli.py`` wires them into the ``compat`` command (importing this module only when one runs).
 """
@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 from service import db
+from service import schemas as S
 from service.auth import create_token
 from service.lifecycle import reap
+from service.queries import list_runs
 
 
 def db_upgrade(database_url: str | None = None) -> str:
@@ -27,3 +29,10 @@ def runs_reap(database_url: str | None = None) -> list[tuple[str, str]]:
     db.upgrade(database_url)
     with db.session_scope(database_url) as session:
         return reap(session)
+
+
+def runs_list(database_url: str | None = None, *, device: str | None = None, limit: int = 20) -> S.RunPage:
+    """The newest stored runs (``GET /api/v1/runs``'s read): state, scope, counts, start and end."""
+    db.upgrade(database_url)
+    with db.session_scope(database_url) as session:
+        return list_runs(session, device=device, per_page=limit)

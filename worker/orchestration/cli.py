@@ -8,6 +8,7 @@ when it runs, so ``compat --help`` and option errors answer at once.
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -272,10 +273,53 @@ def runs_reap_cmd() -> None:
         console.print("no run lost its owner")
 
 
+@runs_app.command("list")
+def runs_list_cmd(
+    device: str = typer.Option(None, "--device", "-d", help="only this device's runs"),
+    limit: int = typer.Option(20, "--limit", min=1, max=500, help="newest N runs"),
+) -> None:
+    """List stored runs, newest first: id, device, trigger, state, scope, supported / total, results, age."""
+    device = validate.device(device) if device else None
+    settings = get_settings()
+    try:
+        page = _database().runs_list(settings.database_url, device=device, limit=limit)
+    except LookupError as exc:  # an unknown device: the store names the ones it has
+        raise fail(str(exc)) from None
+    if not page.items:
+        console.print(f"no runs in {settings.database_url}; run `compat sweep` first")
+        return
+    now = datetime.now(UTC)
+    for r in page.items:
+        age = int((now - r.started).total_seconds() // 60)
+        console.print(f"{r.id}  {r.device:<8} {r.trigger:<10} {r.state:<11} {r.scope:<9} "
+                      f"{r.supported}/{r.total} supported  {r.results}/{r.planned} results  "
+                      f"{f'{age // 60} h {age % 60} min' if age >= 60 else f'{age} min'} ago", highlight=False,
+                      soft_wrap=True)
+    console.print(f"{len(page.items)} of {page.total} run(s); resume an interrupted one: compat sweep --resume ID",
+                  highlight=False)
+
+
 db_app = typer.Typer(help="The results database.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True)
 app.add_typer(token_app, name="token")
+
+
+cache_app = typer.Typer(help="The CPU reference cache (COMPAT_REFERENCE_CACHE_DIR; off: COMPAT_REFERENCE_CACHE=0).",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info_cmd() -> None:
+    """The cache's folder, entries and size."""
+    _harness().cache_info()
+
+
+@cache_app.command("clear")
+def cache_clear_cmd() -> None:
+    """Delete every cached CPU reference (the next sweep recomputes them)."""
+    _harness().cache_clear()
 
 
 @db_app.command("upgrade")
