@@ -32,6 +32,11 @@ class Settings(BaseSettings):
     arch_memory_mb: int = Field(6144, ge=256)
     max_tiny_params: int = Field(8_000_000, ge=1000)
     seed: int = 0
+    # The content-addressed CPU reference cache (worker/run/reference_cache.py): on/off (COMPAT_REFERENCE_CACHE=0),
+    # its folder (default <var_dir>/reference-cache) and its size bound (oldest entries by mtime evicted past it).
+    reference_cache: bool = True
+    reference_cache_dir: Path | None = None
+    reference_cache_mb: int = Field(2048, ge=1)
 
     # Distributed mode (Celery on Redis). Empty = in-process executor.
     broker_url: str = ""
@@ -66,8 +71,17 @@ class Settings(BaseSettings):
     def snapshot_path(self) -> Path:
         return self.catalog_snapshot or self.var_dir / "catalog" / "snapshot.json"
 
+    @property
+    def reference_cache_path(self) -> Path:
+        return self.reference_cache_dir or self.var_dir / "reference-cache"
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process-wide settings; tests call ``get_settings.cache_clear()`` after changing the env."""
     return Settings()
+
+
+class SettingError(ValueError):
+    """A setting's value cannot be used (e.g. a database URL nothing can open): one line naming the variable and the
+    value; the CLI prints it and exits 2 instead of a traceback."""

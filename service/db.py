@@ -16,9 +16,10 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from compat.settings import get_settings
+from compat.settings import SettingError, get_settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -46,20 +47,28 @@ def get_engine(database_url: str | None = None) -> Engine:
     with _lock:
         engine = _engines.get(url)
         if engine is None:
-            parsed = make_url(url)
-            kwargs: dict = {"future": True}
-            if parsed.get_backend_name() == "sqlite":
-                db = parsed.database
-                if db and db != ":memory:" and not db.startswith("file:"):
-                    Path(db).parent.mkdir(parents=True, exist_ok=True)
-                kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-            else:
-                kwargs["pool_pre_ping"] = True
-            engine = create_engine(url, **kwargs)
-            if parsed.get_backend_name() == "sqlite":
-                event.listen(engine, "connect", _sqlite_pragmas)
+            try:
+                engine = _new_engine(url)
+            except (ArgumentError, NoSuchModuleError, OSError, ValueError) as exc:
+                raise SettingError(f"COMPAT_DATABASE_URL={url!r} cannot be used: {exc}") from exc
             _engines[url] = engine
         return engine
+
+
+def _new_engine(url: str) -> Engine:
+    parsed = make_url(url)
+    kwargs: dict = {"future": True}
+    if parsed.get_backend_name() == "sqlite":
+        db = parsed.database
+        if db and db != ":memory:" and not db.startswith("file:"):
+            Path(db).parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    else:
+        kwargs["pool_pre_ping"] = True
+    engine = create_engine(url, **kwargs)
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
 
 
 def dispose_engine(database_url: str) -> None:
@@ -142,6 +151,13 @@ def upgrade(database_url: str | None = None) -> str:
     """Bring the schema to the newest migration (no-op when already there); returns the head revision."""
     url = resolve_url(database_url)
     head = head_revision()
+    try:
+        return _upgrade(url, head)
+    except OperationalError as exc:  # the server is down, the file cannot be opened: the setting's fault, in one line
+        raise SettingError(f"COMPAT_DATABASE_URL={url!r}: cannot open the database: {exc.orig}") from exc
+
+
+def _upgrade(url: str, head: str) -> str:
     if url in _upgraded or current_revision(url) == head:
         _upgraded.add(url)
         return head

@@ -15,7 +15,7 @@ from types import ModuleType
 import typer
 
 from compat.results import Check, Trigger
-from compat.settings import get_settings
+from compat.settings import SettingError, get_settings
 from worker.catalog.names import registry_names
 from worker.orchestration import validate
 from worker.orchestration.console import console, fail
@@ -373,7 +373,11 @@ def calibrate_cmd(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except SettingError as exc:  # a setting nothing can use (COMPAT_DATABASE_URL): one line, not a traceback
+        console.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from worker.orchestration.whatif import run as run_whatif
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
+from worker.run.reference_cache import folder_cache
 from worker.run.repro_finetune import ReproMixError, finetune_repro
 
 
@@ -110,6 +111,8 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
     entries = entries[: limit or None]
     # The whole catalog, or a selection of it (--arch, --limit): a selection is never the headline.
     scope = Scope.FULL if [e.name for e in entries] == catalog.names() else Scope.SELECTION
+    # The store is opened before anything runs: a database nothing can open fails here, in one line (main()).
+    sink = _store(store) if not broker else None
     with reporter(console, len(entries), f"sweep {dev.name}") as bar:
 
         def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
@@ -119,7 +122,6 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
             report = _broker_sweep(entries, dev, checks, trigger, json_path, catalog, scope,
                                    lambda done, _total: bar.update(done, "stored"))
         else:
-            sink = _store(store)
             report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=sink,
                                json_path=json_path, progress=progress, catalog_source=catalog.source,
                                snapshot_id=catalog.snapshot_id, scope=scope)
@@ -164,6 +166,8 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
                   highlight=False, soft_wrap=True)
     effects = [DecisionEffect(**d) for d in report.decisions]
     console.print(f"headline: {headline_range(cov.supported, n, effects).text()}", highlight=False, soft_wrap=True)
+    if cached := [r.metrics["reference_cache"] for r in report.results if "reference_cache" in r.metrics]:
+        console.print(f"reference cache: {cached.count('hit')} hits, {cached.count('miss')} misses", highlight=False)
     if run.state not in (None, "complete"):
         console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False,
                       soft_wrap=True)
@@ -357,3 +361,18 @@ def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None
 def whatif(*, chosen: dict[str, str], device: str, run_id: str | None, json_path: Path | None) -> int:
     """``compat whatif``: the run re-judged under other decision options (worker/orchestration/whatif.py)."""
     return run_whatif(chosen=chosen, device=device, run_id=run_id, json_path=json_path)
+
+
+def cache_info() -> None:
+    """``compat cache info``: the CPU reference cache's folder, entries and size (worker/run/reference_cache.py)."""
+    info = folder_cache().info()
+    state = "on" if get_settings().reference_cache else "off (COMPAT_REFERENCE_CACHE=0)"
+    console.print(f"reference cache {state}: {info.entries} entries, {info.size_bytes / 2**20:.1f} MiB of "
+                  f"{info.max_bytes / 2**20:.0f} MiB, in {info.folder}", highlight=False, soft_wrap=True)
+
+
+def cache_clear() -> None:
+    """``compat cache clear``: delete every entry of the CPU reference cache."""
+    cache = folder_cache()
+    console.print(f"reference cache: {cache.clear()} entries deleted from {cache.folder}", highlight=False,
+                  soft_wrap=True)
