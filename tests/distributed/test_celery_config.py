@@ -6,6 +6,7 @@ import pytest
 
 from compat.settings import Settings
 from worker.orchestration.celery_app import (
+    CLAIMING_REDIS_TRANSPORT,
     NIGHTLY_TASK,
     RUN_ARCHITECTURE_TASK,
     SUBMISSION_TASK,
@@ -34,6 +35,9 @@ def test_reliability_settings():
     assert conf["accept_content"] == ["json"] and conf["task_serializer"] == "json"
     assert conf["result_backend"] == "redis://127.0.0.1:6379/0"  # defaults to the broker
     assert conf["broker_connection_max_retries"] is None  # a Redis restart never ends a worker
+    # A Redis restart mid-fetch cannot drop a message (test_faults.py); other brokers keep kombu's transport.
+    assert conf["broker_transport"] == CLAIMING_REDIS_TRANSPORT
+    assert celery_config(Settings(broker_url="amqp://guest@localhost//"))["broker_transport"] is None
 
 
 def test_the_defaults_are_consistent():

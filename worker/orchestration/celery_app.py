@@ -6,11 +6,17 @@
 from __future__ import annotations
 
 import logging
+from queue import Empty
+from time import monotonic, time
 from typing import Any
+from urllib.parse import urlparse
 
 import redis
 from celery import Celery
 from celery.schedules import crontab
+from kombu.transport import redis as kombu_redis
+from kombu.utils.encoding import bytes_to_str
+from kombu.utils.json import loads
 
 from compat.settings import Settings, get_settings
 from worker.run.pool import WORKER_IDLE_FLOOR_MB
@@ -55,6 +61,124 @@ def task_annotations(settings: Settings) -> dict[str, dict[str, Any]]:
     }
 
 
+# Take the oldest message of the first non-empty list and record it as unacknowledged, in one atomic step.
+# KEYS[1] the unacked hash, KEYS[2] its index (delivery time per tag), KEYS[3..] the lists in priority order;
+# ARGV[1] now. The hash entry is kombu's own ([payload, exchange, routing_key], built around the raw payload so
+# nothing is re-encoded), so kombu's visibility-timeout restore and its acks work on it unchanged.
+_CLAIM_LUA = """
+for i = 3, #KEYS do
+  local raw = redis.call('RPOP', KEYS[i])
+  if raw then
+    local ok, message = pcall(cjson.decode, raw)
+    local props = ok and type(message) == 'table' and message['properties']
+    local info = props and props['delivery_info']
+    local tag = props and props['delivery_tag']
+    if type(info) == 'table' and type(tag) == 'string' then
+      redis.call('ZADD', KEYS[2], ARGV[1], tag)
+      redis.call('HSET', KEYS[1], tag,
+                 '[' .. raw .. ',' .. cjson.encode(info['exchange']) .. ',' .. cjson.encode(info['routing_key']) .. ']')
+    end
+    return {KEYS[i], raw}
+  end
+end
+return false
+"""
+
+
+class ClaimingRedisChannel(kombu_redis.Channel):
+    """kombu's Redis channel with an atomic fetch: no message is ever out of both its queue and the unacked hash.
+
+    Stock kombu takes a message with BRPOP and only then, in a second command, writes it to the unacked hash that
+    the visibility timeout restores from. A Redis restart between the two (or a reply lost with the connection)
+    drops the message for good: the architecture never runs and its run never completes (the Redis-restart
+    fault test lost one task in ~1 of 6 runs on a loaded 2-core machine, its AOF showing the pop and no unacked
+    entry). Here the blocking wait takes nothing: BLMOVE of a list onto its own tail is a no-op that returns once
+    the list has a message. The take is a Lua script that pops and records the message as unacknowledged at
+    once, so a message whose consumer never hears of it is redelivered after the visibility timeout like any
+    other unacked one, and run_pair's idempotence keeps that redelivery from storing anything twice.
+    Needs Redis >= 6.2 (BLMOVE); docker-compose.yml runs 7.4."""
+
+    _claim_keys: list[str] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.global_keyprefix:
+            # kombu's prefixing client prefixes only the first key of an EVALSHA; the claim has several.
+            raise ConfigError("the claiming Redis transport does not support global_keyprefix")
+        self._claim_script = self._create_client().register_script(_CLAIM_LUA)
+
+    def _claim(self, keys: list[str]) -> tuple[str, Any] | None:
+        with self.conn_or_acquire() as client:
+            claimed = self._claim_script(keys=[self.unacked_key, self.unacked_index_key, *keys], args=[time()],
+                                         client=client)
+        if not claimed:
+            return None
+        key, raw = claimed
+        return bytes_to_str(key), loads(bytes_to_str(raw))
+
+    def _brpop_start(self, timeout: float | None = None) -> None:
+        # kombu's BRPOP start, but waiting without taking (see the class docstring).
+        if timeout is None:
+            timeout = self.brpop_timeout
+        queues = self._queue_cycle.consume(len(self.active_queues))
+        if not queues:
+            return
+        self._claim_keys = [self._q_for_pri(queue, pri) for pri in self.priority_steps for queue in queues]
+        first = self._claim_keys[0]
+        self._in_poll = self.client.connection
+        self._brpop_sent_at = monotonic()
+        self.client.connection.send_command("BLMOVE", first, first, "RIGHT", "RIGHT", timeout or 0)
+
+    def _brpop_read(self, **options: Any) -> bool:
+        try:
+            try:
+                peeked = self.client.parse_response(self.client.connection, "BLMOVE", **options)
+            except self.connection_errors:
+                # As kombu does: drop the connection so the next poll reconnects it.
+                self.client.connection.disconnect()
+                raise
+            # Closing (kombu reads the pending reply first): nothing was taken, so there is nothing to restore;
+            # claiming now would only take a message to hand it back.
+            # The wait watches only the first list (one blocking command cannot watch several without taking):
+            # with more than one list, a timed-out wait still claims, so the others are served once a second.
+            if self._closing or (peeked is None and len(self._claim_keys) < 2):
+                raise Empty()
+            claimed = self._claim(self._claim_keys)
+            if claimed is None:  # another consumer claimed it first
+                raise Empty()
+            key, payload = claimed
+            queue = key.rsplit(self.sep, 1)[0]
+            self._queue_cycle.rotate(queue)
+            self.connection._deliver(payload, queue)
+            return True
+        finally:
+            self._in_poll = None
+            self._flush_brpop_reauth()
+
+    def _get(self, queue: str) -> Any:
+        # basic_get: the same atomic claim, without waiting.
+        claimed = self._claim([self._q_for_pri(queue, pri) for pri in self.priority_steps])
+        with self.conn_or_acquire() as client:
+            self._maybe_update_queues_expire(client, queue)
+        if claimed is None:
+            raise Empty()
+        return claimed[1]
+
+
+class ClaimingRedisTransport(kombu_redis.Transport):
+    """The Redis transport with ``ClaimingRedisChannel`` (``broker_transport`` for redis:// brokers)."""
+
+    Channel = ClaimingRedisChannel
+
+
+CLAIMING_REDIS_TRANSPORT = f"{__name__}:ClaimingRedisTransport"
+
+
+def broker_transport(broker_url: str) -> str | None:
+    """The kombu transport for ``broker_url``: the claiming one for Redis, else kombu's choice by URL scheme."""
+    return CLAIMING_REDIS_TRANSPORT if urlparse(broker_url).scheme in ("redis", "rediss") else None
+
+
 def celery_config(settings: Settings) -> dict[str, Any]:
     """The Celery configuration for ``settings``; a pure function so tests can assert each knob."""
     if not settings.broker_url:
@@ -79,6 +203,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "result_serializer": "json",
         "accept_content": ["json"],
         "task_default_queue": settings.celery_queue,
+        # Redis: a message is never out of both its queue and the unacked hash (ClaimingRedisChannel), so a
+        # broker restart mid-fetch cannot drop an architecture.
+        "broker_transport": broker_transport(settings.broker_url),
         # Ack after the task body returns, not on receipt: a worker killed mid-architecture leaves the message
         # unacked in Redis, which hands it to another worker after the visibility timeout.
         "task_acks_late": True,
