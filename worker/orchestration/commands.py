@@ -269,7 +269,7 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
         if bad:
             raise fail(bad)
         raise fail(f"no results for {architecture}{' on ' + device if device else ''}; run `compat sweep` first", 1)
-    console.print(f"{architecture}: {verdict_text(recs)}", highlight=False, soft_wrap=True)
+    console.print(f"{architecture}: {verdict_text(recs)}", highlight=False)  # wrapped at words: fits 80 columns
     console.print(results_table(recs, title=architecture))
     for r in recs:
         if r.repro and r.status != Status.PASS:
