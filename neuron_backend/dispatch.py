@@ -15,6 +15,8 @@ from neuron_backend.tensor import NeuronTensor, set_dispatch, sync_meta, wrap
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
 _Tensor = torch.Tensor
+# deferred.HELD bound once: the list is only ever changed in place (append/pop/clear), and this test runs per op.
+_HELD = deferred.HELD
 
 # Dispatch-level decisions ahead of the op table (autocast.py): 64-bit inputs computed as 32-bit; complex decomposed.
 CAST, COMPLEX = 100, 101
@@ -125,7 +127,7 @@ def _cross_core(func, a: int, b: int) -> RuntimeError:
 
 def dispatch(func, args, kwargs):
     # Caches are keyed by id(func): OpOverloads are per-process singletons and their __hash__ is Python code.
-    if deferred.HELD and not deferred.in_engine_cpp_node():
+    if _HELD and not deferred.in_engine_cpp_node():
         deferred.raise_held()  # an error backward could not raise (deferred.py)
     fid = id(func)
     special = _SPECIAL.get(fid)
@@ -376,6 +378,7 @@ def clear_cache() -> None:
     """Forget cached decisions (after the profile or the numerics/fallback settings change)."""
     _decisions.clear()
     _plans.clear()
+    policy._lowerings.clear()
     autocast.refresh(policy.active().input_autocast, CONFIG.complex_decompose)
 
 

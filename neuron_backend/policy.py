@@ -23,8 +23,10 @@ _F32 = torch.float32
 _I64 = torch.int64
 _COMPLEX = (torch.complex64, torch.complex128, torch.complex32)
 
-# Ops whose lowering is running now: a lowering that calls its own op again would recurse without end.
+# Ops (by id) whose lowering is running now: a lowering that calls its own op again would recurse without end.
 _decomposing: set = set()
+# id(op) -> (whether it is its own composite kernel, the callable that lowers it: that kernel or its table entry)
+_lowerings: dict[int, tuple[bool, Callable]] = {}
 # (op, dtypes) -> (error class, reason) for rejected keys, so the error raised later carries the decision's reason.
 _rejections: dict[tuple, tuple[type[NeuronUnsupportedOpError], str]] = {}
 class NeuronKernelValueError(errors.NeuronKernelError, ValueError):
@@ -185,14 +187,24 @@ def run_decomposition(func, dtypes, args, kwargs, shapes_fn):
 
     If a lowered op is unsupported the error names ``func`` (what the model called) and the op it lowered to.
     """
-    if func in _decomposing:  # the lowering calls the op itself again: it does not reach native ops
+    # Keyed by id(func): OpOverload.__hash__ is Python code, and this runs for every decomposed op of every call
+    # (scaled_dot_product_attention, _safe_softmax, _unsafe_view, zeros_like: ~10 per tiny-Llama forward).
+    fid = id(func)
+    if fid in _decomposing:  # the lowering calls the op itself again: it does not reach native ops
         raise NeuronUnsupportedOpError(func._schema.name, [dtype_name(d) for d in dtypes], shapes_fn(args, kwargs),
                                        f"its decomposition recurses in the '{active().name}' profile")
-    _decomposing.add(func)
+    lowering = _lowerings.get(fid)
+    if lowering is None:
+        # The op's own composite kernel, else its table entry: looked up once per op, like the DECOMPOSE/COMPOSITE
+        # decision that led here (itself read from the same two sources); dispatch.clear_cache forgets both.
+        composite = decision_is_composite(func)
+        lowering = _lowerings[fid] = (composite, func.decompose if composite else decomposition_table[func])
+    composite, lower = lowering
+    _decomposing.add(fid)
     try:
-        if decision_is_composite(func):
-            return func.decompose(*args, **kwargs)
-        out = decomposition_table[func](*args, **kwargs)
+        if composite:
+            return lower(*args, **kwargs)
+        out = lower(*args, **kwargs)
         if out is NotImplemented:  # the decomposition does not cover these arguments
             raise NeuronUnsupportedOpError(func._schema.name, [dtype_name(d) for d in dtypes], shapes_fn(args, kwargs),
                                            "its decomposition does not cover these arguments")
@@ -205,7 +217,7 @@ def run_decomposition(func, dtypes, args, kwargs, shapes_fn):
             f"decomposes to {e.op} ({', '.join(e.dtypes)}), which is unsupported: {e.reason}",
         ) from e
     finally:
-        _decomposing.discard(func)
+        _decomposing.discard(fid)
 
 
 def decision_is_composite(func) -> bool:

@@ -157,6 +157,7 @@ def _host_sync(t: NeuronTensor) -> torch.Tensor:
 
 
 _Tensor = torch.Tensor
+_STRIDED = torch.strided
 _track = memory.track
 
 
@@ -173,9 +174,11 @@ def wrap(data: torch.Tensor, core: int) -> NeuronTensor:
 
     Builds the wrapper inline rather than through NeuronTensor(...): this runs once per device op.
     """
+    # Positional arguments (size, strides, storage_offset, memory_format, dtype, layout, device; requires_grad keeps
+    # its default False): the same call as the keyword form, ~0.3 us less of argument parsing on every device op.
     r = _make_wrapper(
-        NeuronTensor, data.size(), strides=data.stride(), storage_offset=data.storage_offset(), dtype=data.dtype,
-        device=_DEVICES[core] if core < len(_DEVICES) else device_for(core), requires_grad=False,
+        NeuronTensor, data.size(), data.stride(), data.storage_offset(), None, data.dtype, _STRIDED,
+        _DEVICES[core] if core < len(_DEVICES) else device_for(core),
     )
     r._data = data
     r._core = core

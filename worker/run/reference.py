@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import json
 import random
 from collections.abc import Callable
@@ -21,9 +22,11 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoModelForCausalLM, GenerationConfig
 
+from compat.results import Status
 from worker.judge import judge
 from worker.run import inputs as input_table
 from worker.run.optrace import OpRecorder
+from worker.run.reference_cache import ReferenceCache, file_digest, key_for, tensors_spec
 
 BATCH, SEQ = 2, 16  # fixed forward inputs: small enough for tiny models, long enough to exercise masking/rope
 PROMPT_LEN, NEW_TOKENS = 8, 32  # greedy generation: 32 new tokens (the issue's number)
@@ -204,6 +207,10 @@ class Reference:
     recorder: OpRecorder = field(default_factory=OpRecorder)
     _golden_model: torch.nn.Module | None = None
     _cache: dict[str, Any] = field(default_factory=dict)
+    # The on-disk reference cache (reference_cache.py), this checkpoint's key parts, and per part "hit" or "miss".
+    disk: ReferenceCache | None = None
+    key_parts: dict[str, Any] | None = None
+    cache_status: dict[str, str] = field(default_factory=dict)
 
     @property
     def ops(self) -> list[str]:
@@ -212,6 +219,29 @@ class Reference:
     def traced(self, fn: Callable[[], Any]) -> Any:
         with self.recorder:
             return fn()
+
+    def _traced_part(self, fn: Callable[[], Any]) -> tuple[Any, list[str]]:
+        """``fn()`` traced on its own recorder, its ops then added to the trace (the same order as tracing it on
+        the shared recorder); the part's ops are returned to be cached with its result."""
+        part = OpRecorder()
+        try:
+            with part:
+                return fn(), part.ops
+        finally:
+            merge_ops(self.recorder, part.ops)
+
+    def _lookup(self, part: str, params: dict[str, Any], tensors: tuple[str, ...],
+                meta: tuple[str, ...] = ("ops",)) -> tuple[str | None, Any]:
+        """(key, cached entry or None) for one part of the reference; (None, None) without a cache. An entry that
+        lacks any of the named ``tensors`` or ``meta`` fields is a miss."""
+        if self.disk is None or self.key_parts is None:
+            return None, None
+        key = key_for({**self.key_parts, "check": part, "params": params})
+        hit = self.disk.get(key)
+        if hit is not None and not (set(tensors) <= set(hit[0]) and set(meta) <= set(hit[1])):
+            hit = None
+        self.cache_status[part] = "hit" if hit is not None else "miss"
+        return key, hit
 
     @property
     def precise_logits(self) -> torch.Tensor | None:
@@ -232,37 +262,101 @@ class Reference:
 
     def generation(self) -> tuple[list[int], list[float]]:
         if "gen" not in self._cache:
+            params = {"prompt_len": PROMPT_LEN, "new_tokens": NEW_TOKENS,
+                      "generation": greedy_token_ids(self.model.config)}
+            key, hit = self._lookup("generate", params, ("tokens", "margins"))
+            if hit is not None:
+                tensors, meta = hit
+                merge_ops(self.recorder, meta["ops"])
+                self._cache["gen"] = (tensors["tokens"].tolist(), tensors["margins"].tolist())
+                return self._cache["gen"]
             try:
-                self._cache["gen"] = self.traced(lambda: greedy(self.model, self.inputs["prompt"]))
+                with torch.random.fork_rng(devices=[]):  # hit or miss, the device checks see the same RNG state
+                    gen, ops = self._traced_part(lambda: greedy(self.model, self.inputs["prompt"]))
             except Exception as exc:
                 raise ReferenceFailure(f"reference generate failed: {type(exc).__name__}: {exc}") from exc
+            self._cache["gen"] = gen
+            if key is not None and self.disk is not None:
+                self.disk.put(key, {"tokens": torch.tensor(gen[0], dtype=torch.int64),
+                                    "margins": torch.tensor(gen[1], dtype=torch.float64)}, {"ops": ops})
         return self._cache["gen"]
 
     def training(self) -> dict[str, dict[str, torch.Tensor] | None]:
         """fp32, policy-precision and fp64 results of one AdamW step, each on a fresh copy of the weights."""
         if "train" not in self._cache:
-            try:
-                fp32 = self.traced(lambda: train_step(copy.deepcopy(self.model), self.inputs))
-                if self.policy in judge.REDUCED_POLICIES:
-                    with _policy_mode(self.policy):
-                        pol = train_step(copy.deepcopy(self.model), self.inputs)
-                else:
-                    pol = fp32
-            except Exception as exc:
-                raise ReferenceFailure(f"reference train step failed: {type(exc).__name__}: {exc}") from exc
-            gold = None
-            if self._golden_model is not None:
-                try:
-                    gold = train_step(copy.deepcopy(self._golden_model), self.inputs)
-                except Exception:  # noqa: BLE001 - fp64 is a nicety; judge falls back to the fp32 reference
-                    gold = None
+            key, hit = self._lookup("train", {"lr": LR, "golden": self._golden_model is not None},
+                                    ("fp32.loss", "fp32.grads", "fp32.params"))
+            if hit is not None:
+                tensors, meta = hit
+                merge_ops(self.recorder, meta["ops"])
+                fp32, pol, gold = (_unflatten(tensors, k) for k in ("fp32", "policy", "golden"))
+                fp32 = fp32 or {}  # never empty: the lookup requires its three tensors
+                self._cache["train"] = {"fp32": fp32, "policy": pol or fp32, "golden": gold,
+                                        "precise": self._precise(gold, fp32)}
+                return self._cache["train"]
+            with torch.random.fork_rng(devices=[]):  # hit or miss, the device checks see the same RNG state
+                fp32, pol, gold, ops = self._train_runs()
             self._cache["train"] = {"fp32": fp32, "policy": pol, "golden": gold,
                                     "precise": self._precise(gold, fp32)}
+            if key is not None and self.disk is not None:
+                parts = {"fp32": fp32, "policy": pol if pol is not fp32 else None, "golden": gold}
+                self.disk.put(key, {f"{k}.{name}": t for k, d in parts.items() if d for name, t in d.items()},
+                              {"ops": ops})
         return self._cache["train"]
 
+    def _train_runs(self) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor],
+                                   dict[str, torch.Tensor] | None, list[str]]:
+        try:
+            fp32, ops = self._traced_part(lambda: train_step(copy.deepcopy(self.model), self.inputs))
+            if self.policy in judge.REDUCED_POLICIES:
+                with _policy_mode(self.policy):
+                    pol = train_step(copy.deepcopy(self.model), self.inputs)
+            else:
+                pol = fp32
+        except Exception as exc:
+            raise ReferenceFailure(f"reference train step failed: {type(exc).__name__}: {exc}") from exc
+        gold = None
+        if self._golden_model is not None:
+            try:
+                gold = train_step(copy.deepcopy(self._golden_model), self.inputs)
+            except Exception:  # noqa: BLE001 - fp64 is a nicety; judge falls back to the fp32 reference
+                gold = None
+        return fp32, pol, gold, ops
 
-def prepare_reference(path: Path, policy: str, seed: int) -> Reference:
-    """Load on CPU, run forward twice (traced), run fp64 and policy precision; raise ReferenceFailure if it fails."""
+
+def merge_ops(recorder: OpRecorder, ops: list[str]) -> None:
+    """Add ``ops`` to a recorder's trace in order of first use, as if they had been recorded on it."""
+    for op in ops:
+        recorder._ops.setdefault(op, None)
+
+
+def _unflatten(tensors: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor] | None:
+    got = {name.split(".", 1)[1]: t for name, t in tensors.items() if name.startswith(prefix + ".")}
+    return got or None
+
+
+# The code that computes a reference is part of its key: an edit to it (or to the input table) is a new entry. Read
+# at import, so the digest is of the code this process runs.
+CODE_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(input_table.__file__).read_bytes()).hexdigest()
+
+
+def _key_parts(path: Path, policy: str, seed: int, inputs: dict[str, torch.Tensor]) -> dict[str, Any] | None:
+    """Everything that determines this checkpoint's reference, for the cache key (None: not cacheable)."""
+    try:
+        path = Path(path)
+        configs = {p.name: json.loads(p.read_text()) for p in sorted(path.glob("*.json"))}
+        weights = {p.name: file_digest(p) for p in sorted(path.glob("*.safetensors"))}
+    except (OSError, ValueError):
+        return None
+    return {"configs": configs, "weights": weights, "seed": seed, "policy": policy, "inputs": tensors_spec(inputs),
+            "code": CODE_DIGEST, "threads": torch.get_num_threads()}
+
+
+def prepare_reference(path: Path, policy: str, seed: int, cache: ReferenceCache | None = None) -> Reference:
+    """Load on CPU, run forward twice (traced), run fp64 and policy precision; raise ReferenceFailure if it fails.
+
+    With ``cache``, the forward results come from it when an entry for this checkpoint, inputs, policy and library
+    versions exists; a reference whose two runs agreed is stored there (the later generate and train parts too)."""
     seed_everything(seed)
     try:
         model = load_model(path, "cpu")
@@ -270,7 +364,35 @@ def prepare_reference(path: Path, policy: str, seed: int) -> Reference:
         raise ReferenceFailure(f"reference load failed: {type(exc).__name__}: {exc}") from exc
     vocab = int(getattr(model.config.get_text_config(), "vocab_size", 0) or MAX_INPUT_ID)
     inputs = make_inputs(vocab, seed, model.config)
-    recorder = OpRecorder()
+    parts = _key_parts(path, policy, seed, inputs) if cache is not None else None
+    ref = Reference(path=path, policy=policy, seed=seed, model=model, inputs=inputs, logits=torch.empty(0),
+                    policy_logits=torch.empty(0), golden_logits=None, determinism=judge.Verdict(Status.PASS, {}),
+                    disk=cache if parts is not None else None, key_parts=parts)
+    key, hit = ref._lookup("forward", {"batch": BATCH, "seq": SEQ}, ("logits",), ("ops", "determinism"))
+    if hit is not None:
+        tensors, meta = hit
+        merge_ops(ref.recorder, meta["ops"])
+        ref.logits, ref.golden_logits = tensors["logits"], tensors.get("golden")
+        ref.policy_logits = tensors.get("policy_logits", ref.logits)
+        if ref.golden_logits is not None:
+            ref._golden_model = copy.deepcopy(model).to(torch.float64)
+        ref.determinism = judge.Verdict(Status.PASS, dict(meta["determinism"]))
+        return ref
+    with torch.random.fork_rng(devices=[]):  # hit or miss, the device checks see the same RNG state
+        _forward_runs(ref)
+    if key is not None and cache is not None and ref.determinism.passed:  # a reference_fail is never cached
+        tensors = {"logits": ref.logits}
+        if ref.policy_logits is not ref.logits:
+            tensors["policy_logits"] = ref.policy_logits
+        if ref.golden_logits is not None:
+            tensors["golden"] = ref.golden_logits
+        cache.put(key, tensors, {"ops": ref.ops, "determinism": ref.determinism.metrics})
+    return ref
+
+
+def _forward_runs(ref: Reference) -> None:
+    """The fp32 forward twice (the first traced), the fp64 golden run and the policy-precision run, into ``ref``."""
+    model, inputs, policy, recorder = ref.model, ref.inputs, ref.policy, ref.recorder
     try:
         with recorder:
             run1 = forward_logits(model, inputs)
@@ -293,7 +415,5 @@ def prepare_reference(path: Path, policy: str, seed: int) -> Reference:
                 policy_logits = forward_logits(model, inputs).float()
         except Exception as exc:
             raise ReferenceFailure(f"reference {policy} forward failed: {type(exc).__name__}: {exc}") from exc
-    verdict = judge.reference_determinism(run1, run2, golden)
-    return Reference(path=path, policy=policy, seed=seed, model=model, inputs=inputs, logits=run1,
-                     policy_logits=policy_logits, golden_logits=golden, determinism=verdict,
-                     recorder=recorder, _golden_model=golden_model)
+    ref.logits, ref.policy_logits, ref.golden_logits, ref._golden_model = run1, policy_logits, golden, golden_model
+    ref.determinism = judge.reference_determinism(run1, run2, golden)

@@ -23,10 +23,15 @@ from worker.run.checks import RUN_ORDER, CheckContext, run_check
 from worker.run.devices import Device, process_device
 from worker.run.pool import warm_imports
 from worker.run.reference import ReferenceFailure, prepare_reference
+from worker.run.reference_cache import default_cache
 from worker.run.stack_room import call_with_stack_room
 
 # emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace).
 Emit = Callable[[str, Any], None]
+
+
+# The reference part (reference_cache.py) each check consumes; the part's "hit"/"miss" goes on that check's record.
+CACHED_PART = {Check.FORWARD: "forward", Check.GENERATE: "generate", Check.TRAIN: "train"}
 
 
 def repro_command(architecture: str, device: str, check: Check | str) -> str:
@@ -135,7 +140,7 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             return done
         phase("reference")
         try:
-            ref = prepare_reference(built.path, device.policy, seed)
+            ref = prepare_reference(built.path, device.policy, seed, cache=default_cache())
         except ReferenceFailure as exc:
             finish(failure_records(entry, dev_name, order, Status.REFERENCE_FAIL, str(exc)[:500]))
             return done
@@ -152,6 +157,8 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             if rec.status != Status.PASS:
                 rec.repro = repro_command(entry.name, dev_name, check)
             rec.metrics.setdefault("n_params", built.n_params)
+            if (part := CACHED_PART.get(check)) in ref.cache_status:  # the sweep counts hits and misses from these
+                rec.metrics.setdefault("reference_cache", ref.cache_status[part])
             if entry.notes and check == order[0]:
                 rec.metrics.setdefault("config_notes", list(entry.notes))  # e.g. "auto_map ignored: ..."
             finish([rec])
