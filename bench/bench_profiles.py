@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compat.results import ResultRecord, blockers, coverage, fallback_ranking, percent  # noqa: E402
+from compat.coverage import blockers, coverage, fallback_ranking  # noqa: E402
+from compat.results import ResultRecord, percent  # noqa: E402
 
 
 def _label(run: dict) -> str:

@@ -12,7 +12,8 @@ import statistics
 import time
 from pathlib import Path
 
-from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Status, coverage
+from compat.coverage import coverage
+from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Status
 from worker.catalog.load import load_catalog
 from worker.orchestration.sweep import run_sweep
 from worker.run.devices import Device, resolve_device

@@ -1,16 +1,17 @@
 """The one result schema (statuses, checks, result records, the versioned JSON report) and the pure rules over it.
 
-The worker writes these records; the service ingests and serves them; neither keeps a private copy. The read rules
-(supported, verdict, coverage and its headline, blockers and "unlocks") are pure functions here, shared by every
-reader: the CLI, the nightly gate, the API and the pages (docs/ARCHITECTURE.md, "Read rules").
+The worker writes these records; the service ingests and serves them; neither keeps a private copy. The per-record
+and per-architecture read rules (supported, verdict, the share's spelling) are pure functions here, the counts over a
+run in compat/coverage.py; every reader shares them: the CLI, the nightly gate, the API and the pages
+(docs/ARCHITECTURE.md, "Read rules").
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -305,145 +306,3 @@ def arch_verdict(records: list[ResultRecord]) -> str:
 def percent(supported: int, total: int) -> str:
     """The one spelling of a headline share, everywhere (CLI, pages, README): one decimal, e.g. ``63.5%``."""
     return f"{100 * supported / total:.1f}%" if total else "0.0%"
-
-
-@dataclass
-class Coverage:
-    architectures: int = 0
-    verdicts: Counter = field(default_factory=Counter)  # arch_verdict -> count
-    per_check: dict[str, Counter] = field(default_factory=dict)  # check -> status -> count
-    known_failures: int = 0  # failing records explained by the known-issues file
-
-    @property
-    def supported(self) -> int:
-        """Out of the box: supported, CPU fallback allowed (the headline)."""
-        return self.verdicts["supported"] + self.verdicts["supported_with_fallback"]
-
-    @property
-    def native(self) -> int:
-        """Supported with no op of a support check run on the CPU."""
-        return self.verdicts["supported"]
-
-    @property
-    def failing(self) -> int:
-        return self.verdicts["failing"]
-
-    @property
-    def runnable(self) -> int:
-        """Architectures the device could be judged on (not skipped, reference did not fail)."""
-        return self.architectures - self.verdicts["skipped"] - self.verdicts["reference_fail"]
-
-    def pass_rate(self) -> float:
-        return self.supported / self.architectures if self.architectures else 0.0
-
-    def all_checks_pass(self, records: Iterable[ResultRecord]) -> int:
-        """Architectures whose every recorded check passed (the cpu self-check's number)."""
-        return sum(1 for recs in by_architecture(records).values() if all(r.status == Status.PASS for r in recs))
-
-
-def coverage(records: Iterable[ResultRecord], catalog: Iterable[str] | None = None) -> Coverage:
-    """Verdict counts over ``catalog`` (the run's planned architectures: the denominator every reader uses; an
-    architecture without records is ``not_judged``), or over the architectures that have records."""
-    records = list(records)
-    cov = Coverage()
-    groups = by_architecture(records)
-    names = list(dict.fromkeys(catalog)) if catalog is not None else list(groups)
-    cov.architectures = len(names)
-    for name in names:
-        cov.verdicts[arch_verdict(groups.get(name, []))] += 1
-    for r in records:
-        cov.per_check.setdefault(str(r.check), Counter())[str(r.status)] += 1
-        if r.known_issue and r.status != Status.PASS:
-            cov.known_failures += 1
-    return cov
-
-
-def native_per_check(records: Iterable[ResultRecord], catalog: Iterable[str] | None = None) -> dict[str, int]:
-    """Per check (in run order), architectures whose record for it passed with no op on the CPU: a forward that ran
-    entirely on the device is a native forward even when greedy generate's argmax fell back (issue 18)."""
-    names = set(catalog) if catalog is not None else None
-    out: dict[str, int] = {}
-    present = {r.check for r in records if names is None or r.architecture in names}
-    for check in (c for c in ALL_CHECKS if c in present):
-        out[str(check)] = sum(1 for r in records if r.check == check and r.status == Status.PASS
-                              and not r.fallback_ops and (names is None or r.architecture in names))
-    return out
-
-
-@dataclass
-class Blocker:
-    op: str  # aten::name (dtype spellings are in ``variants``)
-    architectures: list[str]  # blocked (some failing support check names this op)
-    unlocks: list[str]  # blocked by this op alone: implementing it would make them pass every blocked check
-    variants: list[str]  # e.g. ["aten::histc (Long)"]
-    checks: list[str]
-
-    @property
-    def message(self) -> str:
-        return (f"implement {self.op} to unlock {len(self.unlocks)} architecture(s) "
-                f"(blocks {len(self.architectures)})")
-
-
-def blockers(records: Iterable[ResultRecord], *, checks: Iterable[Check] = SUPPORT_CHECKS) -> list[Blocker]:
-    """Rank ops by how many architectures they block (ties: by how many they alone block, then name).
-
-    A blocker is an op named by a failing record (FAILURE_STATUSES) of a support check: what keeps an architecture
-    from being supported. It *unlocks* an architecture when every failing support check of it names this op and no
-    support check of it failed without naming one: implementing the op is, as far as recorded, all it lacks.
-    """
-    wanted = {str(c) for c in checks}
-    blocked: dict[str, set[str]] = defaultdict(set)
-    variants: dict[str, set[str]] = defaultdict(set)
-    in_checks: dict[str, set[str]] = defaultdict(set)
-    ops_of_arch: dict[str, set[str]] = defaultdict(set)
-    unexplained: set[str] = set()  # a failure naming no op, or no verdict: no single op is known to unlock them
-    for r in records:
-        if str(r.check) not in wanted:
-            continue
-        if r.status in (Status.REFERENCE_FAIL, Status.HARNESS_ERROR):
-            unexplained.add(r.architecture)  # no verdict about the device on that check: unlocking it is unknown
-            continue
-        if r.status not in FAILURE_STATUSES:
-            continue
-        if not r.blocking_op:
-            unexplained.add(r.architecture)
-            continue
-        op = r.blocking_op.split(" (")[0]
-        blocked[op].add(r.architecture)
-        variants[op].add(r.blocking_op)
-        in_checks[op].add(str(r.check))
-        ops_of_arch[r.architecture].add(op)
-    out = []
-    for op, archs in blocked.items():
-        alone = sorted(a for a in archs if ops_of_arch[a] == {op} and a not in unexplained)
-        out.append(Blocker(op, sorted(archs), alone, sorted(variants[op]), sorted(in_checks[op])))
-    out.sort(key=lambda b: (-len(b.architectures), -len(b.unlocks), b.op))
-    return out
-
-
-@dataclass
-class FallbackOp:
-    op: str  # aten::name
-    architectures: list[str]  # supported only through CPU fallback, this op among those that fell back
-    offloads: list[str]  # this op is the only one they run on the CPU: implemented natively, they become native
-
-    @property
-    def message(self) -> str:
-        return (f"implement {self.op} natively to take {len(self.offloads)} architecture(s) off the CPU "
-                f"(falls back in {len(self.architectures)})")
-
-
-def fallback_ranking(records: Iterable[ResultRecord]) -> list[FallbackOp]:
-    """Ops that supported architectures ran on the CPU fallback (in a support check), ranked by how many
-    architectures implementing each one natively takes off the CPU, then by how many use it, then name."""
-    ops_of: dict[str, set[str]] = {}
-    for arch, recs in by_architecture(records).items():
-        if arch_verdict(recs) == "supported_with_fallback":
-            ops_of[arch] = {op.split(" (")[0] for r in recs if r.check in SUPPORT_CHECKS for op in r.fallback_ops}
-    users: dict[str, set[str]] = defaultdict(set)
-    for arch, ops in ops_of.items():
-        for op in ops:
-            users[op].add(arch)
-    out = [FallbackOp(op, sorted(archs), sorted(a for a in archs if ops_of[a] == {op})) for op, archs in users.items()]
-    out.sort(key=lambda f: (-len(f.offloads), -len(f.architectures), f.op))
-    return out

@@ -14,17 +14,10 @@ from enum import StrEnum
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
+from compat.coverage import blockers as rank_blockers
+from compat.coverage import fallback_ranking
 from compat.diff import FINISHED_STATES, diff_results
-from compat.results import (
-    Scope,
-    Status,
-    Trigger,
-    fallback_ranking,
-    is_ranked,
-    is_supported_statuses,
-    scope_label,
-)
-from compat.results import blockers as rank_blockers
+from compat.results import Scope, Status, Trigger, is_ranked, is_supported_statuses, scope_label
 from compat.verdict_text import verdict_text
 from service import schemas as S
 from service.declared_support import declared_lists
@@ -294,7 +287,7 @@ def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:
 
 
 def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:
-    """``compat.results.blockers`` over the headline run of each device (or of ``device``, or one run), merged
+    """``compat.coverage.blockers`` over the headline run of each device (or of ``device``, or one run), merged
     across devices by op; architectures by rank."""
     by_op: dict[str, S.Blocker] = {}
     on_cpu: dict[str, S.FallbackOp] = {}

@@ -37,7 +37,7 @@ class ArchOutcome:
         return is_supported_statuses(self.statuses)
 
     def native_in(self, check: str) -> bool:
-        """Passed ``check`` with no op on the CPU: ``compat.results.native_per_check``'s rule on the roll-up."""
+        """Passed ``check`` with no op on the CPU: ``compat.coverage.native_per_check``'s rule on the roll-up."""
         return self.statuses.get(check) == _PASS and check not in self.fallback_checks
 
 

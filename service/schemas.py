@@ -21,7 +21,7 @@ class CheckCoverage(BaseModel):
     total: int
     fraction: float
     headline: str | None = None  # a check with its own headline (lora: "fine-tunes with LoRA"); never "supported"
-    # Passed with no op on the CPU (compat.results.native_per_check): a forward run wholly on the device is a native
+    # Passed with no op on the CPU (compat.coverage.native_per_check): a forward run wholly on the device is a native
     # forward even when generate's argmax fell back.
     native: int = 0
 
@@ -220,7 +220,7 @@ class ArchitectureDiff(BaseModel):
 
 
 class Blocker(BaseModel):
-    """``compat.results.blockers``: an op failing support checks, the architectures it blocks and unlocks."""
+    """``compat.coverage.blockers``: an op failing support checks, the architectures it blocks and unlocks."""
 
     op: str
     count: int  # architectures blocked
@@ -232,7 +232,7 @@ class Blocker(BaseModel):
 
 
 class FallbackOp(BaseModel):
-    """``compat.results.fallback_ranking``: an op supported architectures ran on the CPU fallback."""
+    """``compat.coverage.fallback_ranking``: an op supported architectures ran on the CPU fallback."""
 
     op: str
     count: int  # architectures that ran it on the CPU

@@ -3,6 +3,7 @@ blocker ranking, and the one factory of records for checks that ended without a 
 
 from __future__ import annotations
 
+from compat.coverage import blockers, coverage, fallback_ranking
 from compat.results import (
     ArchitectureEntry,
     Check,
@@ -10,11 +11,8 @@ from compat.results import (
     ResultRecord,
     Status,
     arch_verdict,
-    blockers,
     check_headline,
-    coverage,
     failure_records,
-    fallback_ranking,
     is_supported,
     percent,
     scope_label,

@@ -9,24 +9,20 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from compat.coverage import Blocker, FallbackOp, coverage, fallback_ranking, native_per_check
+from compat.coverage import blockers as rank_blockers
 from compat.decisions import DecisionEffect, headline_range
 from compat.results import (
     ArchitectureEntry,
-    Blocker,
     Check,
-    FallbackOp,
     Report,
     ResultRecord,
     Scope,
     Status,
     Trigger,
-    coverage,
-    fallback_ranking,
-    native_per_check,
     percent,
     scope_label,
 )
-from compat.results import blockers as rank_blockers
 from compat.settings import get_settings
 from compat.verdict_text import verdict_text
 from service import queries
@@ -293,7 +289,7 @@ def _stored_blockers(device: str) -> tuple[list[Blocker], list[FallbackOp]] | No
 
 
 def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
-    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.results.blockers``),
+    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.coverage.blockers``),
     then the ops supported architectures still run on the CPU fallback (``fallback_ranking``); over a JSON report,
     or the headline run of the device in the store, as the API and the pages read it."""
     if json_path is not None:

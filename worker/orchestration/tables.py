@@ -15,17 +15,8 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from compat.results import (
-    ALL_CHECKS,
-    Blocker,
-    Check,
-    FallbackOp,
-    ResultRecord,
-    Status,
-    check_headline,
-    coverage,
-    percent,
-)
+from compat.coverage import Blocker, FallbackOp, coverage
+from compat.results import ALL_CHECKS, Check, ResultRecord, Status, check_headline, percent
 
 DETAIL_CHARS = 120  # an error's first line, as much as a table shows of it
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)

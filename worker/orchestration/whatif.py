@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from compat.coverage import coverage
 from compat.decisions import DecisionEffect, headline_range, whatif
-from compat.results import Report, ResultRecord, coverage
+from compat.results import Report, ResultRecord
 from service.runs import NotFound, get_run_row, latest_run, run_records
 from service.store import Store
 from worker.orchestration.console import console, fail

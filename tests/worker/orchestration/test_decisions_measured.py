@@ -12,8 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from compat.coverage import coverage
 from compat.decisions import DecisionEffect
-from compat.results import ArchitectureEntry, Report, coverage
+from compat.results import ArchitectureEntry, Report
 from compat.settings import get_settings
 from worker.catalog.catalog import Catalog, write_snapshot
 from worker.orchestration.cli import app

@@ -8,7 +8,8 @@ import io
 import pytest
 from rich.console import Console
 
-from compat.results import Check, ErrorInfo, ResultRecord, Status, blockers
+from compat.coverage import blockers
+from compat.results import Check, ErrorInfo, ResultRecord, Status
 from worker.orchestration.tables import blockers_table, coverage_table, op_name, results_table
 
 
