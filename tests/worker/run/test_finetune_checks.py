@@ -36,17 +36,21 @@ FINETUNE = [Check.LORA, Check.SFT, Check.FSDP, Check.TP]
 def _device_settings():
     # CPU fallback on (the vendor's default, and the simulation's) in this process and in the ranks (they read the
     # environment at import). TORCH_NEURONX_SKIP_OP_PRECONDITIONS=1 (a real torch-neuronx variable) lets tiny
-    # Mixtral's experts past trn2's _grouped_mm 128-alignment known issue, so the checks' own machinery is what
-    # these tests exercise on a MoE model; tests/backend/test_models.py covers the known issue itself.
-    names = ("NEURON_CPU_FALLBACK", "TORCH_NEURONX_SKIP_OP_PRECONDITIONS")
+    # Mixtral's experts past trn2's _grouped_mm known issue, and switch integer_sort_topk=runs past the integer sort
+    # of its routing (NCC_EVRF013 on real Trn2), so the checks' own machinery is what these tests exercise on a MoE
+    # model; tests/backend/test_models.py covers both known issues themselves.
+    names = ("NEURON_CPU_FALLBACK", "TORCH_NEURONX_SKIP_OP_PRECONDITIONS", "NEURON_SWITCHES")
     before = {n: os.environ.get(n) for n in names}
-    os.environ.update(dict.fromkeys(names, "1"))
+    os.environ.update(dict.fromkeys(names[:2], "1"))
+    os.environ["NEURON_SWITCHES"] = "integer_sort_topk=runs"
     cfg = neuron_backend.config.CONFIG
     saved = (cfg.cpu_fallback, cfg.skip_op_preconditions)
     neuron_backend.set_cpu_fallback(True)
+    neuron_backend.set_switches({"integer_sort_topk": "runs"})
     cfg.skip_op_preconditions = True
     yield
     neuron_backend.set_cpu_fallback(saved[0])
+    neuron_backend.set_switches({})
     cfg.skip_op_preconditions = saved[1]
     for n, v in before.items():
         if v is None:
