@@ -5,11 +5,19 @@ Tests switch numerics, fallback and profile in-process; this puts them back so t
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 import neuron_backend
 from neuron_backend.config import CONFIG
+
+# Test modules import ``concurrent_scripts`` from tests/helpers (shared helpers), under any --import-mode.
+_HELPERS = str(Path(__file__).parents[1] / "helpers")
+if _HELPERS not in sys.path:
+    sys.path.insert(0, _HELPERS)
 
 
 @pytest.fixture(autouse=True)

@@ -4,13 +4,12 @@ by the op's decomposition or in a wider dtype cast back; other host errors and m
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
+from concurrent_scripts import run_copies
 
 import neuron_backend
 from neuron_backend import fallback
@@ -150,16 +149,11 @@ def test_strict_error_inside_a_cpp_backward_node_is_raised_not_an_abort():
     # Six copies at once: exiting right after such a backward also aborted ~1 run in 7 (in Py_FinalizeEx, the
     # engine's device thread releasing Python state; neuron_backend/teardown.py), more often on a busy machine.
     # Six concurrent runs met it with probability ~60% before the fix; a failure shows which copy and its stderr.
-    with ThreadPoolExecutor(6) as pool:
-        runs = list(pool.map(lambda _: subprocess.run([sys.executable, "-c", _STRICT_BACKWARD], capture_output=True,
-                                                      text=True, timeout=300), range(6)))
-    for done in runs:
-        assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    for done in run_copies(_STRICT_BACKWARD, 6, workers=6):
         assert done.stdout.strip().splitlines()[-1] == "raised aten::new_empty_strided True", done.stdout
 
 
 def test_the_api_never_installs_a_torch_neuronx_module():
-    import sys
 
     assert "torch_neuronx" not in sys.modules  # aliases live on neuron_backend; a real install is never shadowed
 

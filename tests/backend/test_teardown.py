@@ -4,12 +4,11 @@ so interpreter shutdown never aborts, and the drain leaves no trace a caller cou
 from __future__ import annotations
 
 import atexit
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
+from concurrent_scripts import run_copies
+from test_fallback import _STRICT_BACKWARD
 
 import neuron_backend  # noqa: F401 - registers the device
 from neuron_backend import deferred, teardown
@@ -53,11 +52,7 @@ def test_backward_then_exit_never_aborts():
     # Before the drain this aborted (exit 134, std::terminate in Py_FinalizeEx) about 1 run in 60 alone and more
     # under load: 2 of 120 with four at a time on this machine kind (bench/README.md, "Exit after backward"). Four
     # concurrent runs are the cheap check here; the slow test below runs the strict scenario 60 times.
-    with ThreadPoolExecutor(4) as pool:
-        runs = list(pool.map(lambda _: subprocess.run([sys.executable, "-c", _BACKWARD_THEN_EXIT], capture_output=True,
-                                                      text=True, timeout=300), range(4)))
-    for done in runs:
-        assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    for done in run_copies(_BACKWARD_THEN_EXIT, 4):
         assert done.stdout.split() == ["neuron:0"], done.stdout
 
 
@@ -65,10 +60,4 @@ def test_backward_then_exit_never_aborts():
 def test_the_strict_backward_scenario_sixty_times_never_aborts():
     # Issue 19's acceptance (>= 50 runs; ~45 s of CPU, so outside `make test`: `pytest -m slow` runs it). Before the
     # drain the same loop aborted 3 of 80 (bench/README.md, "Exit after backward").
-    from test_fallback import _STRICT_BACKWARD
-
-    with ThreadPoolExecutor(4) as pool:
-        runs = list(pool.map(lambda _: subprocess.run([sys.executable, "-c", _STRICT_BACKWARD], capture_output=True,
-                                                      text=True, timeout=600), range(60)))
-    aborted = [done.returncode for done in runs if done.returncode != 0]
-    assert not aborted, (aborted, next(d.stderr[-2000:] for d in runs if d.returncode != 0))
+    run_copies(_STRICT_BACKWARD, 60, timeout=600)
