@@ -24,8 +24,9 @@ COPY neuron_backend ./neuron_backend
 COPY worker ./worker
 COPY service ./service
 COPY dashboards ./dashboards
+COPY cli ./cli
 # Editable: data directories without __init__.py (templates, static, device profiles) are used in place.
-RUN pip install --no-deps -e . && python -c "import compat, worker.orchestration.celery_app, service.app"
+RUN pip install --no-deps -e . && python -c "import compat, worker.orchestration.celery_app, service.app, cli.app"
 
 # Never run the harness as root: it loads model configs from the Hub and runs generated models.
 RUN useradd --create-home --uid 10001 compat && mkdir -p /app/var && chown compat:compat /app/var

@@ -87,7 +87,7 @@ def main() -> int:
     port = _free_port()
     env = {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{args.db.resolve()}"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "worker.orchestration.serve:create_app", "--factory", "--host", "127.0.0.1",
+        [sys.executable, "-m", "uvicorn", "cli.serve:create_app", "--factory", "--host", "127.0.0.1",
          "--port", str(port), "--log-level", "warning", "--no-access-log"], cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -1,5 +1,5 @@
 """The dashboard's HTML pages: one FastAPI ``router``, mounted at ``/`` by ``mount_pages`` (the app factory's
-``pages`` hook, passed by ``worker.orchestration.serve``).
+``pages`` hook, passed by ``cli.serve``).
 
 Every number shown is read through ``service.queries`` (the same functions as the REST API), so page and API agree.
 This module holds the overview, matrix, architecture and blockers pages; runs and submissions include their own.

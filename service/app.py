@@ -1,5 +1,5 @@
 """FastAPI app factory: REST API under /api/v1 (schema at /openapi.json), /healthz, /metrics; pages and the
-submission runner are handed in by the caller (``worker.orchestration.serve`` composes the deployed app).
+submission runner are handed in by the caller (``cli.serve`` composes the deployed app).
 
 Every error leaves as a JSON body ({"error", "detail"}); the catch-all handler keeps even bugs out of HTML.
 """

@@ -1,6 +1,6 @@
 """The service's CLI actions (``compat db upgrade``, ``compat token create``, ``compat runs reap|list``) as functions.
 
-``worker/orchestration/cli.py`` wires them into the ``compat`` command (importing this module only when one runs).
+``cli/app.py`` wires them into the ``compat`` command (importing this module only when one runs).
 """
 
 from __future__ import annotations

@@ -47,17 +47,17 @@ RULES: tuple[Rule, ...] = (
 # Function-local imports allowed, by (module, function, imported module): each keeps an import out of a process
 # that must stay light; none hides a cycle. The code carries the same reason in a comment at the import.
 ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
-    ("worker.orchestration.cli", "_harness", "worker.orchestration.commands"):
+    ("cli.app", "_harness", "cli.commands"):
         "`compat --help` and bad input answer without importing torch and transformers",
-    ("worker.orchestration.cli", "_database", "service.commands"):
+    ("cli.app", "_database", "service.commands"):
         "`compat --help` and bad input answer without importing SQLAlchemy and Alembic",
-    ("worker.orchestration.cli", "_web", "worker.orchestration.serve"):
+    ("cli.app", "_web", "cli.serve"):
         "`compat --help` and bad input answer without importing FastAPI and uvicorn",
-    ("worker.orchestration.cli", "_cluster", "worker.orchestration.celery_app"):
+    ("cli.app", "_cluster", "worker.orchestration.celery_app"):
         "`compat --help` and bad input answer without importing Celery",
-    ("worker.orchestration.cli", "_calibration", "worker.orchestration.calibrate"):
+    ("cli.app", "_calibration", "cli.calibrate"):
         "`compat --help` and bad input answer without importing torch, transformers and the simulated device",
-    ("worker.orchestration.cli", "_stored", "worker.orchestration.stored"):
+    ("cli.app", "_stored", "cli.stored"):
         "bad input answers without SQLAlchemy unless a run id or an uncatalogued architecture is looked up",
     ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner"):
         "the Celery worker's main process forks its pool processes: torch is imported in each of those, not in it",

@@ -1,4 +1,4 @@
-"""The orchestration layer: sweeps, executors (in-process, Celery), nightly, submissions and the ``compat`` CLI.
+"""The orchestration layer: sweeps, executors (in-process, Celery), Celery app and tasks, nightly, submissions.
 
-The only part of the project that imports both the harness stages and the service.
+It drives the harness stages and writes through the service's store; the ``compat`` CLI (``cli/``) drives it.
 """

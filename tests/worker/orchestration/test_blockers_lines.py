@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from cli.app import app
 from compat.results import DeviceInfo, Report, ResultRecord, RunInfo
-from worker.orchestration.cli import app
 
 
 def _rec(arch: str, check: str, fallback: list[str]) -> ResultRecord:

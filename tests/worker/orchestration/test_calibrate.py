@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
+from cli.calibrate import NOTES_PATH, load_notes, real_configs
+from cli.console import console
 from neuron_backend import observations
-from worker.orchestration.calibrate import NOTES_PATH, load_notes, real_configs
-from worker.orchestration.cli import app
-from worker.orchestration.console import console
 
 runner = CliRunner()
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
+from cli.console import console
 from compat.results import (
     ArchitectureEntry,
     Check,
@@ -20,8 +22,6 @@ from compat.results import (
     RunInfo,
     Status,
 )
-from worker.orchestration.cli import app
-from worker.orchestration.console import console
 
 runner = CliRunner()
 
@@ -163,7 +163,7 @@ def test_show_at_80_columns_keeps_status_and_op_whole(tmp_path: Path) -> None:
     _failing_report(report)
     env = {"COLUMNS": "80", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
            "HF_HUB_OFFLINE": "1", "COMPAT_VAR_DIR": str(tmp_path / "var")}
-    done = subprocess.run([sys.executable, "-m", "worker.orchestration.cli", "show", "MixtralForCausalLM", "--json",
+    done = subprocess.run([sys.executable, "-m", "cli.app", "show", "MixtralForCausalLM", "--json",
                            str(report)], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()

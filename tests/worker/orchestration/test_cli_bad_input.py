@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli.app import app
 from compat.results import ArchitectureEntry, Check, DeviceInfo, ResultRecord, RunInfo, Status
 from compat.settings import get_settings
 from service.store import Store
 from worker.catalog.catalog import registry_entries
-from worker.orchestration.cli import app
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -47,7 +47,7 @@ _SCRIPT = """
 import json, os, sys
 from typer.testing import CliRunner
 from compat.settings import get_settings
-from worker.orchestration.cli import app
+from cli.app import app
 out = []
 for args, env in json.loads(sys.argv[1]):
     saved = {k: os.environ.get(k) for k in env}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from cli import app as cli
 from compat.settings import get_settings
-from worker.orchestration import cli
 
 
 def _compat(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, tmp: Path, url: str,

@@ -12,14 +12,14 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from cli.app import app
+from cli.console import console
+from cli.serve import create_app
 from compat.coverage import coverage
 from compat.decisions import DecisionEffect
 from compat.results import ArchitectureEntry, Report
 from compat.settings import get_settings
 from worker.catalog.catalog import Catalog, write_snapshot
-from worker.orchestration.cli import app
-from worker.orchestration.console import console
-from worker.orchestration.serve import create_app
 
 DENSE, MOE = "GPT2LMHeadModel", "MixtralForCausalLM"
 PERMISSIVE = {"argmax_device": "native", "grouped_mm_preconditions": "not_enforced", "integer_sort_topk": "runs"}

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from cli import commands
+from cli.app import app
 from compat.results import ArchitectureEntry, ResultRecord, Status
 from compat.settings import get_settings
 from worker.catalog.catalog import Catalog, write_snapshot
-from worker.orchestration import commands, executors
-from worker.orchestration.cli import app
+from worker.orchestration import executors
 
 ARCHS = ("LlamaForCausalLM", "GPT2LMHeadModel", "MistralForCausalLM")
 runner = CliRunner()

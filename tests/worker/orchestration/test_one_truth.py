@@ -16,12 +16,12 @@ from fake_runner import write_plan
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from cli.app import app
+from cli.console import console
+from cli.serve import create_app
 from compat.results import ArchitectureEntry
 from compat.settings import get_settings
 from worker.catalog.catalog import Catalog, write_snapshot
-from worker.orchestration.cli import app
-from worker.orchestration.console import console
-from worker.orchestration.serve import create_app
 
 A, B, C, D, E = ("LlamaForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel", "MistralForCausalLM",
                  "MixtralForCausalLM")

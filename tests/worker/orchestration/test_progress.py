@@ -9,8 +9,7 @@ import threading
 import pytest
 from rich.console import Console
 
-from compat.results import Check, ResultRecord, Status
-from worker.orchestration.progress import (
+from cli.progress import (
     BarProgress,
     LineProgress,
     arch_note,
@@ -19,6 +18,7 @@ from worker.orchestration.progress import (
     fetch_progress,
     reporter,
 )
+from compat.results import Check, ResultRecord, Status
 
 
 class Clock:

@@ -48,7 +48,7 @@ def _env(tmp: Path, plan: Path) -> dict[str, str]:
 
 
 def _compat(*args: str, env: dict[str, str], **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "worker.orchestration.cli", *args], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-m", "cli.app", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
@@ -100,7 +100,7 @@ def test_a_sweep_killed_with_sigkill_is_interrupted_then_resumed_to_complete_onc
     assert f"owner process {sweep.pid}" in detail.end_reason and detail.missing == 2 * len(CHECKS)
     with store.session() as s:
         assert runs.latest_run(s, "cpu") is None  # never the headline, nor a baseline
-    reap = subprocess.run([sys.executable, "-m", "worker.orchestration.cli", "runs", "reap"], cwd=REPO, env=env,
+    reap = subprocess.run([sys.executable, "-m", "cli.app", "runs", "reap"], cwd=REPO, env=env,
                           capture_output=True, text=True)
     assert reap.returncode == 0 and "no run lost its owner" in reap.stdout  # already marked by the read
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from test_one_truth import FIRST, _cli, _sweep, store_env  # noqa: F401 - store_env is the fixture used below
 from typer.testing import CliRunner
 
-from worker.orchestration.cli import app
+from cli.app import app
 
 
 def test_runs_list_shows_the_stored_runs_newest_first(store_env: Path) -> None:  # noqa: F811

@@ -9,9 +9,9 @@ import pytest
 from fake_runner import write_plan
 from typer.testing import CliRunner
 
+from cli.app import app
 from compat.settings import get_settings
 from service.store import Store
-from worker.orchestration.cli import app
 
 runner = CliRunner()
 

@@ -32,9 +32,9 @@ def _add(url: str, config: dict) -> int:
 
 
 def test_submitted_config_becomes_a_one_architecture_run(sqlite_url: str) -> None:
+    from cli.serve import create_app
     from compat.settings import Settings
     from service.auth import create_token
-    from worker.orchestration.serve import create_app
 
     app = create_app(Settings(database_url=sqlite_url))  # the deployed app: enqueue_submission, a background thread
     with db.session_scope(sqlite_url) as s:

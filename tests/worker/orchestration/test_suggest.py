@@ -3,9 +3,9 @@ long list."""
 
 from __future__ import annotations
 
+from cli.suggest import close_matches, unknown
+from cli.validate import architecture_key, unknown_architecture
 from worker.catalog.names import registry_names
-from worker.orchestration.suggest import close_matches, unknown
-from worker.orchestration.validate import architecture_key, unknown_architecture
 
 DEVICES = ["neuron", "cpu", "cuda", "mps", "xpu"]
 

@@ -8,9 +8,9 @@ import io
 import pytest
 from rich.console import Console
 
+from cli.tables import blockers_table, coverage_table, op_name, results_table
 from compat.coverage import blockers
 from compat.results import Check, ErrorInfo, ResultRecord, Status
-from worker.orchestration.tables import blockers_table, coverage_table, op_name, results_table
 
 
 def rec(arch: str, check: str, status: str = "pass", op: str | None = None, fallback=(), known=None):  # noqa: ANN001, ANN201

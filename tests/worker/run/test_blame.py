@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import typer
 
+from cli import commands
 from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Status
 from compat.settings import get_settings
 from worker.build.tiny_config import ConfigTooLarge, NotBuildable, SourceConfigError, TinyConfigError
-from worker.orchestration import celery_app, commands
+from worker.orchestration import celery_app
 from worker.orchestration.sweep import abort_records, run_sweep
 from worker.run import runner
 from worker.run.devices import resolve_device

@@ -12,11 +12,11 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from cli.app import app
 from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Status
 from compat.settings import get_settings
 from worker.build.build import build_checkpoint
 from worker.judge import judge
-from worker.orchestration.cli import app
 from worker.run import reference, reference_cache
 from worker.run.devices import resolve_device
 from worker.run.reference import prepare_reference
