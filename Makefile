@@ -42,11 +42,14 @@ serve: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 
-# The whole default suite, the import-layer contract included (tests/layout). Exit code 5 (no tests ran) is a
+# The whole default suite. The import-layer contract first (`lint-imports`: [tool.importlinter] in pyproject.toml;
+# tests/layout proves each contract can fail and checks function-local imports). Exit code 5 (no tests ran) is a
 # failure, not a pass.
 test: $(STAMP) browser-deps
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing"; exit 1; fi; exit $$rc
 

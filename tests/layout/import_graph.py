@@ -1,7 +1,9 @@
-"""The project's import graph, read from the source with ``ast`` (nothing is imported), and the layer contract on it.
+"""The project's function-local imports, read from the source with ``ast`` (nothing is imported), and their rule.
 
-``violations(root)`` lists every import that breaks a rule of ``RULES``, every import cycle between modules, and
-every function-local import that ``ALLOWED_LOCAL`` does not name; ``tests/layout/test_import_contract.py`` runs it.
+import-linter (``lint-imports``, ``[tool.importlinter]`` in pyproject.toml) holds the layers and forbids cycles; it
+counts an import inside a function like any other and cannot ask why it is there. This module can:
+``local_import_violations`` lists every function-local import that ``ALLOWED_LOCAL`` does not name or that carries
+no comment saying why; ``tests/layout/test_import_contract.py`` runs it.
 """
 
 from __future__ import annotations
@@ -12,37 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # Top-level packages of the project (bench/ and tests/ are scripts around it, not layers of it).
-PACKAGES = ("compat", "neuron_backend", "worker", "service", "dashboards")
-STAGES = ("worker.catalog", "worker.build", "worker.run", "worker.judge")
-ORCHESTRATION = "worker.orchestration"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Modules under ``source`` must not import anything under ``targets``."""
-
-    source: str
-    targets: tuple[str, ...]
-    why: str
-
-
-RULES: tuple[Rule, ...] = (
-    Rule("compat", ("neuron_backend", "worker", "service", "dashboards"),
-         "compat holds the settings and the one result schema every layer reads: it depends on nothing of ours"),
-    Rule("neuron_backend", ("compat", "worker", "service", "dashboards"),
-         "the device is a PyTorch backend: it knows nothing of the harness"),
-    *(Rule(stage, ("service", "dashboards", ORCHESTRATION),
-           "a stage of the harness never reaches the store, the pages or the layer that drives it")
-      for stage in STAGES),
-    Rule("worker.catalog", ("worker.build", "worker.run", "worker.judge"),
-         "the catalog is the first stage: it uses no later one"),
-    Rule("worker.build", ("worker.run", "worker.judge"), "building a tiny model uses no later stage"),
-    Rule("worker.judge", ("worker.catalog", "worker.build", "worker.run"),
-         "judging is pure: verdicts on measurements, whoever took them"),
-    Rule("service", ("worker", "dashboards"),
-         "the service is handed its enqueue function and its pages by the app factory's caller"),
-    Rule("dashboards", ("worker", "neuron_backend"), "pages read only through service.queries"),
-)
+PACKAGES = ("compat", "neuron_backend", "worker", "service", "dashboards", "cli")
 
 # Function-local imports allowed, by (module, function, imported module): each keeps an import out of a process
 # that must stay light; none hides a cycle. The code carries the same reason in a comment at the import.
@@ -83,7 +55,7 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "the API process imports transformers only when a submitted config is measured on the meta device",
 }
 # Packages whose function-local imports are checked (neuron_backend has its own owners and rules).
-LOCAL_IMPORT_PACKAGES = ("compat", "worker", "service", "dashboards")
+LOCAL_IMPORT_PACKAGES = ("compat", "worker", "service", "dashboards", "cli")
 
 
 @dataclass(frozen=True)
@@ -172,62 +144,6 @@ def _under(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
 
-def layer_violations(imports: Iterable[Import], rules: Iterable[Rule] = RULES) -> list[str]:
-    out = []
-    for imp in imports:
-        for rule in rules:
-            if _under(imp.importer, rule.source) and any(_under(imp.imported, t) for t in rule.targets):
-                out.append(f"{imp.importer}:{imp.line} imports {imp.imported}: {rule.why}")
-    return out
-
-
-def cycles(imports: Iterable[Import], modules: Iterable[str]) -> list[list[str]]:
-    """Strongly connected groups (more than one module) of the graph of module-level project imports."""
-    nodes = set(modules)
-    graph: dict[str, set[str]] = {n: set() for n in nodes}
-    for imp in imports:
-        if imp.function is None and not imp.type_checking and imp.imported in nodes and imp.imported != imp.importer:
-            graph[imp.importer].add(imp.imported)
-        # Importing a.b.c runs a/__init__ and a/b/__init__ first: those are edges too.
-        if imp.function is None and not imp.type_checking:
-            parts = imp.imported.split(".")
-            for i in range(1, len(parts)):
-                parent = ".".join(parts[:i])
-                if parent in nodes and parent != imp.importer and not _under(imp.importer, parent):
-                    graph[imp.importer].add(parent)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
-
-    def connect(v: str) -> None:  # Tarjan's algorithm
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                connect(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for v in sorted(nodes):
-        if v not in index:
-            connect(v)
-    return groups
-
-
 def local_import_violations(imports: Iterable[Import], allowed: dict[tuple[str, str, str], str] = ALLOWED_LOCAL,
                             packages: Iterable[str] = LOCAL_IMPORT_PACKAGES) -> list[str]:
     """Function-local imports that the allow-list does not name, or that carry no comment saying why."""
@@ -251,13 +167,3 @@ def stale_allowances(imports: Iterable[Import], allowed: dict[tuple[str, str, st
     """Allow-list entries that no longer match an import (the list must not outgrow the code)."""
     present = {(i.importer, i.function, i.imported) for i in imports if i.function is not None}
     return sorted(set(allowed) - present)
-
-
-def violations(root: Path) -> list[str]:
-    """Everything that breaks the contract in the project under ``root``."""
-    imports = all_imports(root)
-    modules = module_files(root)
-    out = layer_violations(imports)
-    out += [f"import cycle: {' -> '.join(group)}" for group in cycles(imports, modules)]
-    out += local_import_violations(imports)
-    return out

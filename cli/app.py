@@ -1,0 +1,384 @@
+"""The ``compat`` command line (Typer): every command's options, help and input checks, then its work.
+
+Bad input is one line on stderr naming the valid choices, exit code 2. A command's work lives in ``commands``
+(torch, the store), ``service.commands`` (SQLAlchemy), ``serve`` (FastAPI) or ``celery_app`` (Celery), imported only
+when it runs, so ``compat --help`` and option errors answer at once.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+
+import typer
+
+from cli import validate
+from cli.console import console, fail
+from compat.results import Check, Trigger
+from compat.settings import SettingError, get_settings
+from worker.catalog.names import registry_names
+from worker.orchestration.nightly import parse_baseline
+
+app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly on a device, and why not.",
+                  no_args_is_help=True, add_completion=False)
+catalog_app = typer.Typer(help="The architecture catalog.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+
+
+def _harness() -> ModuleType:
+    # Imported when a harness command runs: `compat --help` and bad input answer without torch and transformers.
+    from cli import commands
+
+    return commands
+
+
+def _database() -> ModuleType:
+    # Imported when a database command runs: `compat --help` and bad input answer without SQLAlchemy and Alembic.
+    from service import commands
+
+    return commands
+
+
+def _cluster() -> ModuleType:
+    # Imported when `compat worker` or `compat beat` runs: `compat --help` and bad input answer without Celery.
+    from worker.orchestration import celery_app
+
+    return celery_app
+
+
+def _stored() -> ModuleType:
+    # Imported when an input check must look in the store (a run id, an architecture outside the catalog): bad input
+    # answers without SQLAlchemy otherwise, and never imports torch.
+    from cli import stored
+
+    return stored
+
+
+def _web() -> ModuleType:
+    # Imported when `compat serve` runs: `compat --help` and bad input answer without FastAPI and uvicorn.
+    from cli import serve
+
+    return serve
+
+
+def parse_checks(values: list[str] | None) -> list[Check]:
+    """``--checks load,forward --checks compile`` -> checks; ``all`` = the five, ``default`` = the four."""
+    return validate.checks(values)
+
+
+@app.command()
+def sweep(
+    device: str = typer.Option(None, "--device", "-d", help="neuron (default), cpu, cuda, mps, xpu[:N]"),
+    source: str = typer.Option(None, "--source", help="catalog source: auto, hub, snapshot, registry"),
+    limit: int = typer.Option(None, "--limit", min=1, help="first N architectures of the catalog"),
+    arch: list[str] = typer.Option(None, "--arch", "-a", help="only these architectures (repeatable)"),
+    checks: list[str] = typer.Option(None, "--checks", "-c", help="load,forward,generate,train,compile,lora,sft,fsdp,tp | all"),
+    jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
+    json_path: Path = typer.Option(None, "--json", help="write the versioned JSON report here"),
+    store: bool = typer.Option(True, "--store/--no-store", help="persist results to the database"),
+    trigger: str = typer.Option("manual", "--trigger", help="manual, nightly or submission (baselines follow it)"),
+    broker: bool = typer.Option(False, "--broker", help="run on the Celery cluster at COMPAT_BROKER_URL, follow it"),
+    baseline: str = typer.Option(None, "--baseline", help="diff against: last-nightly, last-<trigger>, last, run id"),
+    fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
+                                            help="exit 1 on a regression vs --baseline, or a run not complete"),
+    resume: str = typer.Option(None, "--resume", help="finish this interrupted run (its device, catalog, checks)"),
+    strict: bool = typer.Option(False, "--strict", help="no CPU fallback on neuron (NEURON_CPU_FALLBACK=0)"),
+    switch: list[str] = typer.Option(None, "--switch", help="set a decision of the simulated neuron device, "
+                                     "ID=OPTION (repeatable; NEURON_SWITCHES; the sweep summary lists them)"),
+    measure_decisions: bool = typer.Option(True, "--decisions/--no-decisions",
+                                           help="measure how many architectures each device decision moves "
+                                                "(re-runs the affected ones; the headline's range)"),
+) -> None:
+    """Run the compatibility sweep and print the coverage table."""
+    _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
+    if strict:
+        if broker:
+            raise fail("--strict sets NEURON_CPU_FALLBACK=0 for this machine's workers: set it on the cluster's "
+                       "workers instead of --broker --strict")
+        # Read by neuron_backend when it loads, in this process and in every pool worker it starts (they inherit it).
+        os.environ["NEURON_CPU_FALLBACK"] = "0"
+    settings = get_settings()
+    if resume is not None:
+        if arch or limit or checks or source or device or broker:
+            raise fail("--resume takes the run's own device, catalog and checks: drop --device/--source/--limit/"
+                       "--arch/--checks/--broker")
+        _stored().run_id(resume)
+    # Every name is checked here, before the harness (torch) loads: a typo answers at once.
+    dev = validate.harness_device(device)
+    chosen = validate.switches(switch or [], dev)
+    if chosen and broker:
+        raise fail("--switch sets NEURON_SWITCHES for this machine's workers: set it on the cluster's workers")
+    wanted_checks = parse_checks(checks)
+    src = validate.source(source or settings.catalog_source)
+    validate.architectures(arch or [], src)
+    baseline_run = parse_baseline(baseline).run_id if baseline else None
+    if baseline_run is not None:
+        _stored().run_id(baseline_run)
+    code = _harness().sweep(device=dev, source=src, limit=limit, arch=arch,
+                            checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
+                            store=store, trigger=trigger, broker=broker, baseline=baseline,
+                            fail_on_regression=fail_on_regression, resume=resume,
+                            measure_decisions=measure_decisions, switches=chosen)
+    if baseline:
+        raise typer.Exit(code)
+
+
+def _check_distributed_options(trigger: str, broker: bool, baseline: str | None, gate: bool, store: bool) -> None:
+    if trigger not in {t.value for t in Trigger}:
+        raise fail(f"unknown trigger {trigger!r}; valid triggers: {', '.join(t.value for t in Trigger)}")
+    if broker and not get_settings().broker_url:
+        raise fail("--broker needs COMPAT_BROKER_URL (e.g. redis://127.0.0.1:6379/0)")
+    if gate and not baseline:
+        raise fail("--fail-on-regression needs --baseline (e.g. --baseline last-nightly)")
+    if (baseline or broker) and not store:
+        raise fail("--baseline and --broker read results from the database: drop --no-store")
+    if baseline:
+        try:
+            parse_baseline(baseline)
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+
+
+@app.command()
+def show(
+    architecture: str = typer.Argument(..., help="architecture class name, e.g. LlamaForCausalLM"),
+    device: str = typer.Option(None, "--device", "-d", help="only this device"),
+    json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
+    log: bool = typer.Option(False, "--log", help="also print the captured log"),
+) -> None:
+    """Show the latest results of one architecture."""
+    device = validate.device(device) if device else None
+    if json_path is None:
+        _check_shown_architecture(architecture)
+    _harness().show(architecture=architecture, device=device, json_path=json_path, log=log)
+
+
+@app.command()
+def blockers(
+    device: str = typer.Option(None, "--device", "-d", help="device of the run (default: settings device)"),
+    json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
+    top: int = typer.Option(20, "--top", min=1, help="show the top N ops"),
+) -> None:
+    """Rank aten ops by how many architectures each one blocks."""
+    device = validate.device(device) if device else None
+    _harness().blockers(device=device, json_path=json_path, top=top)
+
+
+@app.command()
+def whatif(
+    switch: list[str] = typer.Option(None, "--switch", help="a decision at another option, ID=OPTION (repeatable); "
+                                     "none: list what the run measured"),
+    device: str = typer.Option("neuron", "--device", "-d", help="device whose headline run to re-judge"),
+    run_id: str = typer.Option(None, "--run", help="this stored run instead of the device's headline run"),
+    json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
+) -> None:
+    """Re-judge a run under other options of the device's decisions, from what the run measured (no new sweep)."""
+    dev = validate.device(device)
+    chosen = validate.switches(switch or [], dev)
+    code = _harness().whatif(chosen=chosen, device=dev, run_id=run_id, json_path=json_path)
+    raise typer.Exit(code)
+
+
+@app.command()
+def repro(
+    architecture: str = typer.Argument(..., help="architecture class name"),
+    device: str = typer.Option(None, "--device", "-d", help="device to reproduce on"),
+    check: list[str] = typer.Option(None, "--check", "-c",
+                                    help="check(s) to reproduce (default: the four); fsdp/tp: a torchrun script"),
+    out: Path = typer.Option(None, "--out", "-o", help="write the script here instead of stdout"),
+) -> None:
+    """Print a standalone Python script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
+    device = validate.device(device) if device else validate.device(get_settings().device, origin="COMPAT_DEVICE")
+    wanted = parse_checks(check)
+    validate.architectures([architecture], get_settings().catalog_source)
+    _harness().repro(architecture=architecture, device=device, checks=wanted, out=out)
+
+
+def _check_shown_architecture(name: str) -> None:
+    """``compat show NAME``: a name in the catalog or the registry is fine; another must have stored results (a Hub
+    listing or a submission may have stored it), else exit 2 with the closest names."""
+    registry = registry_names()
+    if registry is None:  # Transformers' source unreadable: the harness checks the name against the live registry
+        return
+    known = set(validate.known_architectures(get_settings().catalog_source) or ()) | set(registry)
+    if name in known:
+        return
+    stored = _stored()
+    if stored.architecture_known(name):
+        return
+    raise fail(validate.unknown_architecture(name, sorted(known | set(stored.architectures()))))
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    limit: int = typer.Option(None, "--limit", min=1, help="models to list (default: settings hub_limit)"),
+    out: Path = typer.Option(None, "--out", help="snapshot path (default: settings snapshot path)"),
+    endpoint: str = typer.Option(None, "--endpoint", help="Hub endpoint (default: HF_ENDPOINT)"),
+) -> None:
+    """List the Hub's text-generation models and save the ranked snapshot file."""
+    _harness().catalog_refresh(limit=limit, out=out, endpoint=endpoint)
+
+
+@catalog_app.command("list")
+def catalog_list(
+    source: str = typer.Option(None, "--source", help="auto (default: settings), snapshot or registry"),
+) -> None:
+    """Print the catalog's architecture names, one a line, rank 1 first (what --arch and show accept)."""
+    src = validate.source(source or get_settings().catalog_source)
+    if src == "hub":
+        raise fail("the hub source is a live listing: run `compat catalog refresh`, then list --source snapshot")
+    names = validate.known_architectures(src)
+    if names is None:
+        raise fail(f"cannot read the {src} catalog (run `compat catalog refresh`, or use --source registry)", 1)
+    print("\n".join(names))
+
+
+@app.command("worker")
+def worker_cmd(
+    concurrency: int = typer.Option(None, "--concurrency", min=1, help="pool processes (default: cores)"),
+    hostname: str = typer.Option(None, "--hostname", help="node name, e.g. w1@%h (default: celery@host)"),
+    loglevel: str = typer.Option("INFO", "--loglevel"),
+) -> None:
+    """Start a Celery worker for distributed sweeps (broker: COMPAT_BROKER_URL)."""
+    cluster = _cluster()
+    try:
+        cluster.run_worker(concurrency, hostname, loglevel)
+    except cluster.ConfigError as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command("beat")
+def beat_cmd(loglevel: str = typer.Option("INFO", "--loglevel")) -> None:
+    """Start the scheduler that sends the nightly sweep at COMPAT_NIGHTLY_CRON (UTC; run exactly one)."""
+    cluster = _cluster()
+    try:
+        cluster.run_beat(loglevel)
+    except (cluster.ConfigError, ValueError) as exc:
+        raise fail(str(exc)) from None
+
+
+runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("reap")
+def runs_reap_cmd() -> None:
+    """Mark runs whose owner process died (this host) or went silent as interrupted."""
+    reaped = _database().runs_reap(get_settings().database_url)
+    for run_id, why in reaped:
+        console.print(f"run {run_id} interrupted: {why}; resume: compat sweep --resume {run_id}", highlight=False)
+    if not reaped:
+        console.print("no run lost its owner")
+
+
+@runs_app.command("list")
+def runs_list_cmd(
+    device: str = typer.Option(None, "--device", "-d", help="only this device's runs"),
+    limit: int = typer.Option(20, "--limit", min=1, max=500, help="newest N runs"),
+) -> None:
+    """List stored runs, newest first: id, device, trigger, state, scope, supported / total, results, age."""
+    device = validate.device(device) if device else None
+    settings = get_settings()
+    try:
+        page = _database().runs_list(settings.database_url, device=device, limit=limit)
+    except LookupError as exc:  # an unknown device: the store names the ones it has
+        raise fail(str(exc)) from None
+    if not page.items:
+        console.print(f"no runs in {settings.database_url}; run `compat sweep` first")
+        return
+    now = datetime.now(UTC)
+    for r in page.items:
+        age = int((now - r.started).total_seconds() // 60)
+        console.print(f"{r.id}  {r.device:<8} {r.trigger:<10} {r.state:<11} {r.scope:<9} "
+                      f"{r.supported}/{r.total} supported  {r.results}/{r.planned} results  "
+                      f"{f'{age // 60} h {age % 60} min' if age >= 60 else f'{age} min'} ago", highlight=False,
+                      soft_wrap=True)
+    console.print(f"{len(page.items)} of {page.total} run(s); resume an interrupted one: compat sweep --resume ID",
+                  highlight=False)
+
+
+db_app = typer.Typer(help="The results database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True)
+app.add_typer(token_app, name="token")
+
+
+cache_app = typer.Typer(help="The CPU reference cache (COMPAT_REFERENCE_CACHE_DIR; off: COMPAT_REFERENCE_CACHE=0).",
+                        no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info_cmd() -> None:
+    """The cache's folder, entries and size."""
+    _harness().cache_info()
+
+
+@cache_app.command("clear")
+def cache_clear_cmd() -> None:
+    """Delete every cached CPU reference (the next sweep recomputes them)."""
+    _harness().cache_clear()
+
+
+@db_app.command("upgrade")
+def db_upgrade_cmd() -> None:
+    """Migrate the database at COMPAT_DATABASE_URL to the newest schema."""
+    console.print(f"database at revision {_database().db_upgrade()}")
+
+
+@token_app.command("create")
+def token_create_cmd(name: str = typer.Argument(..., help="who the token is for (unique)")) -> None:
+    """Create a token and print it once (only its hash is stored)."""
+    try:
+        print(_database().token_create(name))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
+@app.command("serve")
+def serve_cmd(host: str = typer.Option(None, "--host", help="default COMPAT_HOST"),
+              port: int = typer.Option(None, "--port", min=1, max=65535, help="default COMPAT_PORT")) -> None:
+    """Serve the REST API and the dashboard."""
+    _web().serve(host, port)
+
+
+def _calibration() -> ModuleType:
+    # Imported when `compat calibrate` runs: `compat --help` and bad input answer without torch and transformers.
+    from cli import calibrate
+
+    return calibrate
+
+
+@app.command("calibrate")
+def calibrate_cmd(
+    device: str = typer.Option("neuron", "--device", "-d", help="the device compared with real Trainium: neuron"),
+    limit: int = typer.Option(None, "--limit", min=1, help="first N observed architectures (by name)"),
+    arch: list[str] = typer.Option(None, "--arch", "-a", help="only these observed classes (repeatable)"),
+    json_path: Path = typer.Option(None, "--json", help="write the comparison and the records here"),
+    jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
+    compile_check: bool = typer.Option(False, "--compile", help="also run compile and compare compiled observations"),
+) -> None:
+    """Compare the simulated device with what real Trainium hardware was seen to do: each observed architecture
+    (neuron_backend/profile_sources/observations.json) runs as a tiny model; one row each, and the agreement."""
+    dev = validate.harness_device(device)
+    if not dev.startswith("neuron"):
+        raise fail(f"calibrate compares the neuron device with real Trainium observations; --device {dev} is not "
+                   "neuron")
+    validate.observed(arch or [])
+    jobs = get_settings().jobs if jobs is None else jobs
+    _calibration().calibrate(device=dev, limit=limit, arch=arch, json_path=json_path, jobs=jobs,
+                             compile_check=compile_check)
+
+
+def main() -> None:
+    try:
+        app()
+    except SettingError as exc:  # a setting nothing can use (COMPAT_DATABASE_URL): one line, not a traceback
+        console.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

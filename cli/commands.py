@@ -1,0 +1,374 @@
+"""What the harness commands do once their input is parsed: ``compat sweep | show | blockers | repro | catalog
+refresh | runs reap``. ``cli.py`` holds their options and help, and imports this module (torch, the store) only to
+run one. Every number printed from the store is read through ``service.queries`` (the API's and the pages' reads).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cli.console import console, fail
+from cli.progress import arch_note, fetch_progress, reporter
+from cli.tables import blockers_table, coverage_table, fallback_table, results_table
+from cli.validate import architecture_error
+from cli.whatif import run as run_whatif
+from compat.coverage import Blocker, FallbackOp, coverage, fallback_ranking, native_per_check
+from compat.coverage import blockers as rank_blockers
+from compat.decisions import DecisionEffect, headline_range
+from compat.results import (
+    ArchitectureEntry,
+    Check,
+    Report,
+    ResultRecord,
+    Scope,
+    Status,
+    Trigger,
+    percent,
+    scope_label,
+)
+from compat.settings import get_settings
+from compat.verdict_text import verdict_text
+from service import queries
+from service.store import RunStateError, Store
+from worker.build.tiny_config import TinyConfigError, shrink
+from worker.catalog.catalog import Catalog, CatalogError, registry_entries
+from worker.catalog.load import load_catalog, refresh_snapshot
+from worker.orchestration import decisions
+from worker.orchestration.celery_app import make_app
+from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
+from worker.orchestration.nightly import regression_gate
+from worker.orchestration.planning import make_plan
+from worker.orchestration.sweep import run_sweep, write_report
+from worker.run.device_names import device_type
+from worker.run.devices import Device, DeviceError, resolve_device
+from worker.run.pool import MemoryLimitTooLow, check_memory_limit
+from worker.run.reference_cache import folder_cache
+from worker.run.repro_finetune import ReproMixError, finetune_repro
+
+
+def _device(name: str) -> Device:
+    """The device under test, resolved here, at the command's edge, once."""
+    try:
+        return resolve_device(name)
+    except DeviceError as exc:
+        raise fail(str(exc)) from None
+
+
+def _store(enabled: bool) -> Store | None:
+    return Store(get_settings().database_url) if enabled else None
+
+
+def _read_report(path: Path) -> Report:
+    try:
+        return Report.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot read report {path}: {exc}") from None
+
+
+def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
+          json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
+          fail_on_regression: bool, resume: str | None = None, measure_decisions: bool = True,
+          switches: dict[str, str] | None = None) -> int:
+    """``compat sweep``: run the sweep (here or on the cluster), or finish an interrupted one (``resume``), print
+    the coverage table; the exit code of the gate when ``baseline`` is given, else 0. ``switches``: the device's
+    decisions at other options, for this sweep only (in this process and the workers it starts)."""
+    if resume is not None:
+        return _resume(resume, jobs, json_path, baseline, fail_on_regression)
+    if switches:
+        with decisions.switched(_device(device), switches):
+            # Resolved again inside: the run records the device as it is now, switches included.
+            return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker,
+                          baseline, fail_on_regression, measure_decisions)
+    return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker, baseline,
+                  fail_on_regression, measure_decisions)
+
+
+def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
+           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
+           fail_on_regression: bool, measure_decisions: bool) -> int:
+    if not broker and jobs > 0:
+        try:
+            check_memory_limit(get_settings().arch_memory_mb)
+        except MemoryLimitTooLow as exc:
+            raise fail(str(exc)) from None
+    try:
+        catalog = _load_catalog(source, None)
+    except CatalogError as exc:
+        raise fail(str(exc)) from None
+    entries = catalog.entries
+    if arch:
+        known = {e.name: e for e in entries}
+        bad = architecture_error(arch, list(known))
+        if bad:
+            raise fail(bad)
+        entries = [known[a] for a in dict.fromkeys(arch)]
+    entries = entries[: limit or None]
+    # The whole catalog, or a selection of it (--arch, --limit): a selection is never the headline.
+    scope = Scope.FULL if [e.name for e in entries] == catalog.names() else Scope.SELECTION
+    # The store is opened before anything runs: a database nothing can open fails here, in one line (main()).
+    sink = _store(store) if not broker else None
+    with reporter(console, len(entries), f"sweep {dev.name}") as bar:
+
+        def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
+            bar.advance(entry.name, arch_note(recs))
+
+        if broker:
+            report = _broker_sweep(entries, dev, checks, trigger, json_path, catalog, scope,
+                                   lambda done, _total: bar.update(done, "stored"))
+        else:
+            report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=sink,
+                               json_path=json_path, progress=progress, catalog_source=catalog.source,
+                               snapshot_id=catalog.snapshot_id, scope=scope)
+    if measure_decisions and not broker:
+        _measure_decisions(report, dev, jobs, sink, json_path)
+    return _summary(report, dev, json_path, baseline, fail_on_regression)
+
+
+def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
+    """How many architectures each of the device's decision switches moves, measured by re-running them."""
+    switches = decisions.device_switches(dev)
+    if not switches:
+        return
+    if any(sw["active"] != sw["default"] for sw in switches):
+        console.print("decisions not measured: this run set switches away from the profile's defaults", highlight=False)
+        return
+    plans = decisions.plans(switches)
+    with reporter(console, len(plans), "decisions") as bar:
+        decisions.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
+                         progress=lambda label, done, _total: bar.update(done, label))
+
+
+def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,
+             fail_on_regression: bool) -> int:
+    """The sweep's coverage table (over the run's catalog: the API's and the pages' denominator), its scope and
+    state, then the gate's verdict when ``baseline`` is given."""
+    run = report.run
+    catalog = [e.name for e in report.architectures]
+    scope = scope_label(run.catalog_source, run.snapshot_id, run.scope, len(catalog))
+    console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})",
+                                 catalog=catalog, scope=scope))
+    cov = coverage(report.results, catalog)
+    n = cov.architectures
+    console.print(f"run {run.id} on {dev.name}: {cov.supported} / {n} supported ({percent(cov.supported, n)}); "
+                  f"{scope}", highlight=False, soft_wrap=True)
+    profile = dev.info.details.get("profile")
+    console.print(f"out of the box {cov.supported} / {n} ({percent(cov.supported, n)}), native {cov.native} / {n} "
+                  f"({percent(cov.native, n)}), failing {cov.failing}" + (f"; profile {profile}" if profile else ""),
+                  highlight=False, soft_wrap=True)
+    console.print("native per check: " + ", ".join(f"{c} {k} / {n}" for c, k in native_per_check(report.results,
+                                                                                             catalog).items()),
+                  highlight=False, soft_wrap=True)
+    effects = [DecisionEffect(**d) for d in report.decisions]
+    console.print(f"headline: {headline_range(cov.supported, n, effects).text()}", highlight=False, soft_wrap=True)
+    if cached := [r.metrics["reference_cache"] for r in report.results if "reference_cache" in r.metrics]:
+        console.print(f"reference cache: {cached.count('hit')} hits, {cached.count('miss')} misses", highlight=False)
+    if run.state not in (None, "complete"):
+        console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False,
+                      soft_wrap=True)
+    if json_path:
+        console.print(f"report: {json_path}")
+    if baseline:
+        return _regression_gate(run.id, dev.name, baseline, fail_on_regression)
+    return 0
+
+
+def _resume(run_id: str, jobs: int, json_path: Path | None, baseline: str | None, fail_on_regression: bool) -> int:
+    """``compat sweep --resume RUN``: take the interrupted run over and run only what it lacks, on its own device,
+    catalog and checks; every stored result is kept, none is run or written again."""
+    st = Store()
+    try:
+        info, planned, stored = st.resume_run(run_id)
+    except (RunStateError, KeyError) as exc:
+        raise fail(str(exc).strip("'\""), 1) from None
+    dev = _device(info.device.name)
+    try:
+        catalog = _load_catalog(info.catalog_source, None)
+    except CatalogError as exc:
+        raise fail(str(exc), 1) from None
+    if catalog.snapshot_id != info.snapshot_id:
+        raise fail(f"run {run_id} was planned over catalog snapshot {info.snapshot_id}, the {info.catalog_source} "
+                   f"catalog is now {catalog.snapshot_id}: cannot resume it faithfully", 1)
+    names = list(dict.fromkeys(a for a, _d, _c in planned))
+    lost = [n for n in names if catalog.get(n) is None]
+    if lost:
+        raise fail(f"run {run_id}: {len(lost)} planned architecture(s) are not in the catalog any more "
+                   f"({', '.join(lost[:3])}...)", 1)
+    entries = [catalog.get(n) for n in names]
+    todo = sum(1 for e in entries if any((e.name, dev.name, str(c)) not in stored for c in info.checks))
+    console.print(f"resuming run {run_id}: {len(stored)} of {len(planned)} results stored, {todo} "
+                  f"architecture(s) to run", highlight=False)
+    with reporter(console, todo, f"resume {dev.name}") as bar:
+        report = run_sweep(entries, dev, info.checks, jobs=jobs, store=st, json_path=None,
+                           progress=lambda e, recs: bar.advance(e.name, arch_note(recs)), resume=(info, stored))
+    report.results = st.run_results(run_id)  # the whole run, not only what this process added
+    if json_path:
+        write_report(report, json_path)
+    return _summary(report, dev, json_path, baseline, fail_on_regression)
+
+
+def _load_catalog(source: str, limit: int | None) -> Catalog:
+    """The sweep's catalog; a live Hub listing shows its progress (it reads one config.json per model)."""
+    with fetch_progress(console, get_settings().hub_limit) as on_fetch:
+        return load_catalog(source, limit, progress=on_fetch)
+
+
+def broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list[Check], *, trigger: Trigger,
+                 store: Store, catalog_source: str, snapshot_id: str | None, scope: Scope = Scope.FULL,
+                 on_progress: ProgressFn | None = None) -> tuple[RunOutcome, Report]:
+    """``compat sweep --broker``: submit to the cluster at COMPAT_BROKER_URL, follow it, and return the outcome
+    with the same JSON report an in-process sweep writes (with the run's state and missing count)."""
+    settings = get_settings()
+    plan = make_plan(entries, device, checks, trigger=trigger, database_url=store.database_url,
+                     workdir=settings.var_dir / "work", seed=settings.seed, catalog_source=catalog_source,
+                     snapshot_id=snapshot_id, scope=scope)
+    outcome = CeleryExecutor(make_app(settings)).run(store, plan, on_progress)
+    state, _planned, missing = store.run_state(outcome.run_id)
+    run = plan.run.model_copy(update={"finished": datetime.now(UTC), "state": state, "missing": missing})
+    report = Report(run=run, architectures=entries, results=outcome.results, op_traces=store.op_traces(outcome.run_id))
+    return outcome, report
+
+
+def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list[Check], trigger: str,
+                  json_path: Path | None, catalog: Catalog, scope: Scope, on_progress: ProgressFn) -> Report:
+    outcome, report = broker_sweep(entries, device, checks, trigger=Trigger(trigger), store=Store(),
+                                   catalog_source=catalog.source, snapshot_id=catalog.snapshot_id, scope=scope,
+                                   on_progress=on_progress)
+    if outcome.state != "complete":
+        console.print(f"some architectures of run {outcome.run_id} never reported back")
+    if json_path:
+        write_report(report, json_path)
+    return report
+
+
+def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
+    verdict = regression_gate(Store(), run_id, device, baseline, fail_on_regression)
+    for line in verdict.lines:  # never wrapped: one regression per line, for a CI log's grep
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return verdict.code
+
+
+def _load_results(json_path: Path | None, device: str | None, architecture: str) -> list[ResultRecord]:
+    if json_path is not None:
+        recs = _read_report(json_path).results
+        return [r for r in recs if (architecture is None or r.architecture == architecture)
+                and (device is None or r.device == device)]
+    return Store().latest_results(architecture, device)
+
+
+def show(*, architecture: str, device: str | None, json_path: Path | None, log: bool) -> None:
+    """``compat show``: the latest results of one architecture, its reproducers and (``--log``) its output."""
+    recs = _load_results(json_path, device, architecture)
+    if not recs:
+        bad = architecture_error([architecture], [e.name for e in registry_entries()])
+        if bad:
+            raise fail(bad)
+        raise fail(f"no results for {architecture}{' on ' + device if device else ''}; run `compat sweep` first", 1)
+    console.print(f"{architecture}: {verdict_text(recs)}", highlight=False)  # wrapped at words: fits 80 columns
+    console.print(results_table(recs, title=architecture))
+    for r in recs:
+        if r.repro and r.status != Status.PASS:
+            console.print(f"repro ({r.check}): {r.repro}", highlight=False)
+    if log:
+        # Each record carries the output printed since the one before it: together, the architecture's log.
+        for r in recs:
+            if r.log:
+                console.print(r.log, markup=False, highlight=False, end="" if r.log.endswith("\n") else "\n")
+
+
+def _stored_blockers(device: str) -> tuple[list[Blocker], list[FallbackOp]] | None:
+    """The API's ``/blockers`` of ``device`` (its headline run) as the tables' rows; None when nothing is stored."""
+    with Store().session() as s:
+        try:
+            got = queries.blockers(s, device=device)
+        except queries.NotFound:
+            return None
+    return ([Blocker(b.op, b.architectures, b.unlocks, b.variants, b.checks) for b in got.items],
+            [FallbackOp(f.op, f.architectures, f.offloads) for f in got.fallback])
+
+
+def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
+    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.coverage.blockers``),
+    then the ops supported architectures still run on the CPU fallback (``fallback_ranking``); over a JSON report,
+    or the headline run of the device in the store, as the API and the pages read it."""
+    if json_path is not None:
+        recs = [r for r in _read_report(json_path).results if device is None or r.device == device]
+        found = (rank_blockers(recs), fallback_ranking(recs)) if recs else None
+    else:
+        device = device or get_settings().device
+        found = _stored_blockers(device)
+    if found is None:
+        where = (f" on {device}" if device else "") + (f" in {json_path}" if json_path else " in the store")
+        raise fail(f"no results{where}; run `compat sweep` first", 1)
+    ranked, on_cpu = found
+    if not ranked:
+        console.print("no blocking ops: nothing failed on an identifiable op")
+    else:
+        console.print(blockers_table(ranked, top))
+        for b in ranked[:3]:
+            console.print(b.message, highlight=False)
+    if on_cpu:
+        console.print(fallback_table(on_cpu, top))
+        # Only ops that alone take an architecture off the CPU earn a sentence; the table lists the rest.
+        for f in [f for f in on_cpu if f.offloads][:3]:
+            console.print(f.message, highlight=False)
+
+
+def repro(*, architecture: str, device: str, checks: list[Check], out: Path | None) -> None:
+    """``compat repro``: a standalone script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
+    settings = get_settings()
+    kind = device_type(device)  # spelling checked by the CLI; no availability check: repro may target another machine
+    entries = {e.name: e for e in load_catalog(settings.catalog_source).entries}
+    bad = architecture_error([architecture], list(entries))
+    if bad:
+        raise fail(bad)
+    try:
+        config = shrink(entries[architecture]).to_dict()
+    except TinyConfigError as exc:
+        raise fail(f"cannot build a tiny {architecture}: {exc}", 1) from None
+    backend = "neuron" if kind == "neuron" else "inductor"
+    try:  # fsdp/tp: a torchrun script; lora/sft: the single-process script with their blocks
+        script = finetune_repro(architecture, device, config, seed=settings.seed, checks=checks,
+                                compile_backend=backend)
+    except ReproMixError as exc:
+        raise fail(str(exc)) from None
+    if out:
+        out.write_text(script)
+        console.print(f"wrote {out}")
+    else:
+        sys.stdout.write(script)
+
+
+def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None) -> None:
+    """``compat catalog refresh``: list the Hub's text-generation models and save the ranked snapshot."""
+    listed = limit or get_settings().hub_limit
+    console.print(f"listing the Hub's {listed} most downloaded text-generation models", highlight=False)
+    try:
+        with fetch_progress(console, listed) as on_fetch:
+            cat = refresh_snapshot(limit, out, endpoint=endpoint, progress=on_fetch)
+    except CatalogError as exc:
+        raise fail(str(exc), 1) from None
+    console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")
+
+
+
+
+def whatif(*, chosen: dict[str, str], device: str, run_id: str | None, json_path: Path | None) -> int:
+    """``compat whatif``: the run re-judged under other decision options (cli/whatif.py)."""
+    return run_whatif(chosen=chosen, device=device, run_id=run_id, json_path=json_path)
+
+
+def cache_info() -> None:
+    """``compat cache info``: the CPU reference cache's folder, entries and size (worker/run/reference_cache.py)."""
+    info = folder_cache().info()
+    state = "on" if get_settings().reference_cache else "off (COMPAT_REFERENCE_CACHE=0)"
+    console.print(f"reference cache {state}: {info.entries} entries, {info.size_bytes / 2**20:.1f} MiB of "
+                  f"{info.max_bytes / 2**20:.0f} MiB, in {info.folder}", highlight=False, soft_wrap=True)
+
+
+def cache_clear() -> None:
+    """``compat cache clear``: delete every entry of the CPU reference cache."""
+    cache = folder_cache()
+    console.print(f"reference cache: {cache.clear()} entries deleted from {cache.folder}", highlight=False,
+                  soft_wrap=True)

@@ -1,0 +1,17 @@
+"""The CLI's terminal: the console every command prints to, and ``fail``, the one-line error with its exit code.
+
+Light on purpose: the CLI imports it before any command's work (torch, the store) is loaded.
+"""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+console = Console()
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one line to stderr and return the Exit to raise (bad input = 2)."""
+    Console(stderr=True).print(f"error: {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
