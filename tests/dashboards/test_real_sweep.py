@@ -64,9 +64,9 @@ def test_real_sweep_pages_match_the_api(rpage) -> None:  # noqa: ANN001
 
 def test_real_sweep_architecture_page_shows_the_blocking_op(rpage) -> None:  # noqa: ANN001
     detail = rpage.page.request.get(rpage.base + "/api/v1/architectures/MixtralForCausalLM").json()
-    # trn2's known issue (cited, low confidence in the profile): a tiny MoE's experts are not 128-aligned, so
-    # torch-neuronx's _grouped_mm raises before any CPU fallback. The page must show the op the API reports.
-    assert detail["blocking_op"] and detail["blocking_op"].startswith("aten::_grouped_mm")
+    # trn2's known issue (cited, seen on real Trn2): Transformers' MoE routing sorts integer expert ids, which the
+    # AwsNeuronTopK custom op rejects (NCC_EVRF013). The page must show the op the API reports.
+    assert detail["blocking_op"] and detail["blocking_op"].startswith("aten::sort (Int)")
     rpage.goto("/architectures/MixtralForCausalLM")
     assert rpage.page.locator("[data-blocking-op]").inner_text() == detail["blocking_op"]
     assert rpage.page.locator('[data-device="neuron"] [data-supported]').get_attribute("data-supported") == "no"
