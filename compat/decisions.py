@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 from compat.results import SUPPORT_CHECKS, ResultRecord, arch_verdict, by_architecture, percent
 
 SUPPORTED_VERDICTS = frozenset({"supported", "supported_with_fallback"})
-MEASURED_BY = ("rerun", "traces")
 
 
 class DecisionEffect(BaseModel):
