@@ -8,6 +8,9 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from alembic import command
+from sqlalchemy import text
+
 from compat.results import (
     ArchitectureEntry,
     Check,
@@ -18,6 +21,7 @@ from compat.results import (
     Status,
     Trigger,
 )
+from service import db
 
 
 def make_run(device: str = "neuron", *, run_id: str | None = None, trigger: Trigger = Trigger.MANUAL,
@@ -68,3 +72,22 @@ def seed(store, device: str = "neuron", failing: dict[str, Status] | None = None
 def times(n: int) -> list[datetime]:
     base = datetime(2026, 1, 1, tzinfo=UTC)
     return [base + timedelta(days=i) for i in range(n)]
+
+
+def migrate(db_url: str, revision: str, step: str = "upgrade") -> None:
+    """Move the schema to ``revision`` (``step`` "upgrade" or "downgrade"): for migration tests that need the schema
+    as it was before one migration."""
+    cfg = db._alembic_config(db_url)
+    with db.get_engine(db_url).begin() as conn:
+        cfg.attributes["connection"] = conn
+        getattr(command, step)(cfg, revision)
+
+
+def insert_bare_run(db_url: str, run_id: str = "r") -> None:
+    """A device row and a finished run written as raw SQL, with only the columns every schema since 0003 has."""
+    with db.get_engine(db_url).begin() as conn:
+        conn.execute(text("INSERT INTO devices (name, simulated, description, torch_version, backend_version, "
+                          "details) VALUES ('neuron', false, '', '', '', '{}')"))
+        conn.execute(text("INSERT INTO runs (id, trigger, device, catalog_source, versions, checks, device_info, "
+                          "started, state, planned_count) VALUES (:id, 'manual', 'neuron', 'x', '{}', '[]', '{}', "
+                          "'2026-01-01', 'complete', 0)"), {"id": run_id})

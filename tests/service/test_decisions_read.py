@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from markupsafe import escape
-from service_seed import ARCHS, CHECKS, make_run, rec
+from service_seed import ARCHS, CHECKS, insert_bare_run, make_run, migrate, rec
 
 from compat.decisions import DecisionEffect, effect_of, headline_range, restrict
 from compat.results import Check, Status
@@ -54,34 +54,22 @@ def _run(store: Store, effects: list[DecisionEffect] | None) -> str:
 
 def test_migration_0008_adds_decisions_to_existing_runs(db_url: str) -> None:
     """A run stored before 0008 reads back with no decisions (the plain head); down and up again both apply."""
-    from alembic import command
-    from sqlalchemy import inspect, text
+    from sqlalchemy import inspect
 
     from service import db
 
-    def to(rev: str, step: str = "upgrade") -> None:
-        cfg = db._alembic_config(db_url)
-        with db.get_engine(db_url).begin() as conn:
-            cfg.attributes["connection"] = conn
-            getattr(command, step)(cfg, rev)
-
-    to("0007")
-    with db.get_engine(db_url).begin() as conn:
-        conn.execute(text("INSERT INTO devices (name, simulated, description, torch_version, backend_version, "
-                          "details) VALUES ('neuron', false, '', '', '', '{}')"))
-        conn.execute(text("INSERT INTO runs (id, trigger, device, catalog_source, versions, checks, device_info, "
-                          "started, state, planned_count) VALUES ('r', 'manual', 'neuron', 'x', '{}', '[]', '{}', "
-                          "'2026-01-01', 'complete', 0)"))
-    to("0008")
+    migrate(db_url, "0007")
+    insert_bare_run(db_url)
+    migrate(db_url, "0008")
     assert db.current_revision(db_url) == "0008"
     store = Store(db_url)
     assert store.decisions("r") == []
     store.set_decisions("r", _effects()[:1])
     assert store.decisions("r") == _effects()[:1]
-    to("0007", "downgrade")
+    migrate(db_url, "0007", "downgrade")
     with db.get_engine(db_url).connect() as conn:
         assert "decisions" not in {c["name"] for c in inspect(conn).get_columns("runs")}
-    to("head")
+    migrate(db_url, "head")
     assert db.current_revision(db_url) == db.head_revision()
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service_seed import ARCHS, CHECKS, make_run, rec, seed, times
+from service_seed import ARCHS, CHECKS, insert_bare_run, make_run, migrate, rec, seed, times
 from sqlalchemy import func, select
 
 from compat.results import Check, OpTrace, Status
@@ -119,19 +119,11 @@ def test_op_traces_upsert(db_url: str) -> None:
 
 
 def test_migration_0004_backfills_has_fallback(db_url: str) -> None:
-    from alembic import command
     from sqlalchemy import text
 
-    cfg = db._alembic_config(db_url)
+    migrate(db_url, "0003")
+    insert_bare_run(db_url)
     with db.get_engine(db_url).begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0003")
-    with db.get_engine(db_url).begin() as conn:
-        conn.execute(text("INSERT INTO devices (name, simulated, description, torch_version, backend_version, "
-                          "details) VALUES ('neuron', false, '', '', '', '{}')"))
-        conn.execute(text("INSERT INTO runs (id, trigger, device, catalog_source, versions, checks, device_info, "
-                          "started, state, planned_count) VALUES ('r', 'manual', 'neuron', 'x', '{}', '[]', '{}', "
-                          "'2026-01-01', 'complete', 0)"))
         for i, ops in enumerate(('[]', '["aten::sort (Float)"]')):
             conn.execute(text("INSERT INTO results (run_id, architecture, device, \"check\", status, metrics, "
                               "fallback_ops, duration_s) VALUES ('r', :a, 'neuron', 'load', 'pass', '{}', :ops, 0)"),
