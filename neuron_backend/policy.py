@@ -41,7 +41,7 @@ def _data(t):
     return getattr(t, "_data", t)
 
 
-def _grouped_mm_misaligned(args, kwargs) -> bool:
+def _grouped_mm_refused(args, kwargs) -> bool:
     """True when torch-neuronx's grouped_mm would raise: validate_offs (grouped_mm.py:12-24 in the pre-release
     source): 2D x 2D groups a's dim 1, 2D x 3D groups a's dim 0; that size and every offs entry must be multiples of
     128, offs within the size and sorted. And bfloat16 only: real Trn2 with torch-neuronx 2.12.3 has no fp32 path
@@ -60,7 +60,7 @@ def _grouped_mm_misaligned(args, kwargs) -> bool:
 
 
 # Named preconditions of KnownIssue.precondition: predicate(args, kwargs) -> True when the known failure applies.
-PRECONDITIONS: dict[str, Callable] = {"grouped_mm_128_alignment_bf16": _grouped_mm_misaligned}
+PRECONDITIONS: dict[str, Callable] = {"grouped_mm_128_alignment_bf16": _grouped_mm_refused}
 
 
 def kernel_failure(func, dtypes, args=(), kwargs=None) -> profiles.KnownIssue | None:
