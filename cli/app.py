@@ -8,7 +8,6 @@ when it runs, so ``compat --help`` and option errors answer at once.
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -18,7 +17,6 @@ from cli import validate
 from cli.console import console, fail
 from compat.results import Check, Trigger
 from compat.settings import SettingError, get_settings
-from worker.catalog.names import registry_names
 from worker.orchestration.nightly import parse_baseline
 
 app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly on a device, and why not.",
@@ -49,11 +47,18 @@ def _cluster() -> ModuleType:
 
 
 def _stored() -> ModuleType:
-    # Imported when an input check must look in the store (a run id, an architecture outside the catalog): bad input
+    # Imported when an input check must look in the store (a run id; `show`'s uncatalogued names: reads.py): bad input
     # answers without SQLAlchemy otherwise, and never imports torch.
     from cli import stored
 
     return stored
+
+
+def _reads() -> ModuleType:
+    # Imported when `compat show|blockers|runs list` runs: they read the store without torch; `--help` without SQLAlchemy.
+    from cli import reads
+
+    return reads
 
 
 def _web() -> ModuleType:
@@ -147,12 +152,11 @@ def show(
     device: str = typer.Option(None, "--device", "-d", help="only this device"),
     json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
     log: bool = typer.Option(False, "--log", help="also print the captured log"),
+    full: bool = typer.Option(False, "--full", help="print every error whole (default: cut at a sentence end)"),
 ) -> None:
     """Show the latest results of one architecture."""
     device = validate.device(device) if device else None
-    if json_path is None:
-        _check_shown_architecture(architecture)
-    _harness().show(architecture=architecture, device=device, json_path=json_path, log=log)
+    _reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
 
 
 @app.command()
@@ -163,7 +167,7 @@ def blockers(
 ) -> None:
     """Rank aten ops by how many architectures each one blocks."""
     device = validate.device(device) if device else None
-    _harness().blockers(device=device, json_path=json_path, top=top)
+    _reads().blockers(device=device, json_path=json_path, top=top)
 
 
 @app.command()
@@ -183,32 +187,24 @@ def whatif(
 
 @app.command()
 def repro(
-    architecture: str = typer.Argument(..., help="architecture class name"),
+    architecture: str = typer.Argument(None, metavar="ARCH", help="architecture class name (or --submission N)"),
     device: str = typer.Option(None, "--device", "-d", help="device to reproduce on"),
     check: list[str] = typer.Option(None, "--check", "-c",
                                     help="check(s) to reproduce (default: the four); fsdp/tp: a torchrun script"),
     out: Path = typer.Option(None, "--out", "-o", help="write the script here instead of stdout"),
+    submission: int = typer.Option(None, "--submission", min=1,
+                                   help="a submission's id: its submitted config instead of a catalog architecture"),
 ) -> None:
-    """Print a standalone Python script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
+    """Print a standalone Python script reproducing ARCH (or --submission N's config) on DEVICE with the sweep's tiny
+    config and seed."""
+    if (architecture is None) == (submission is None):
+        raise fail("give ARCH or --submission N, not both" if submission else "give ARCH (e.g. LlamaForCausalLM) or "
+                   "--submission N")
     device = validate.device(device) if device else validate.device(get_settings().device, origin="COMPAT_DEVICE")
     wanted = parse_checks(check)
-    validate.architectures([architecture], get_settings().catalog_source)
-    _harness().repro(architecture=architecture, device=device, checks=wanted, out=out)
-
-
-def _check_shown_architecture(name: str) -> None:
-    """``compat show NAME``: a name in the catalog or the registry is fine; another must have stored results (a Hub
-    listing or a submission may have stored it), else exit 2 with the closest names."""
-    registry = registry_names()
-    if registry is None:  # Transformers' source unreadable: the harness checks the name against the live registry
-        return
-    known = set(validate.known_architectures(get_settings().catalog_source) or ()) | set(registry)
-    if name in known:
-        return
-    stored = _stored()
-    if stored.architecture_known(name):
-        return
-    raise fail(validate.unknown_architecture(name, sorted(known | set(stored.architectures()))))
+    if architecture is not None:
+        validate.architectures([architecture], get_settings().catalog_source)
+    _harness().repro(architecture=architecture, device=device, checks=wanted, out=out, submission=submission)
 
 
 @catalog_app.command("refresh")
@@ -277,26 +273,13 @@ def runs_reap_cmd() -> None:
 def runs_list_cmd(
     device: str = typer.Option(None, "--device", "-d", help="only this device's runs"),
     limit: int = typer.Option(20, "--limit", min=1, max=500, help="newest N runs"),
+    kind: str = typer.Option("sweep", "--kind", help="sweep (the catalog), submission (one submitted config) or all"),
 ) -> None:
     """List stored runs, newest first: id, device, trigger, state, scope, supported / total, results, age."""
     device = validate.device(device) if device else None
-    settings = get_settings()
-    try:
-        page = _database().runs_list(settings.database_url, device=device, limit=limit)
-    except LookupError as exc:  # an unknown device: the store names the ones it has
-        raise fail(str(exc)) from None
-    if not page.items:
-        console.print(f"no runs in {settings.database_url}; run `compat sweep` first")
-        return
-    now = datetime.now(UTC)
-    for r in page.items:
-        age = int((now - r.started).total_seconds() // 60)
-        console.print(f"{r.id}  {r.device:<8} {r.trigger:<10} {r.state:<11} {r.scope:<9} "
-                      f"{r.supported}/{r.total} supported  {r.results}/{r.planned} results  "
-                      f"{f'{age // 60} h {age % 60} min' if age >= 60 else f'{age} min'} ago", highlight=False,
-                      soft_wrap=True)
-    console.print(f"{len(page.items)} of {page.total} run(s); resume an interrupted one: compat sweep --resume ID",
-                  highlight=False)
+    if kind not in ("sweep", "submission", "all"):
+        raise fail(f"--kind {kind!r}: use sweep, submission or all")
+    _reads().runs_list(device=device, limit=limit, kind=kind)
 
 
 db_app = typer.Typer(help="The results database.", no_args_is_help=True)

@@ -1,6 +1,7 @@
-"""What the harness commands do once their input is parsed: ``compat sweep | show | blockers | repro | catalog
-refresh | runs reap``. ``cli.py`` holds their options and help, and imports this module (torch, the store) only to
-run one. Every number printed from the store is read through ``service.queries`` (the API's and the pages' reads).
+"""What the harness commands do once their input is parsed: ``compat sweep | repro | whatif | catalog | cache``.
+``app.py`` holds their options and help, and imports this module (torch, the store) only to run one; the reads
+(``show``, ``blockers``) are ``reads.py``, without torch. Every number printed from the store is read through
+``service.queries`` (the API's and the pages' reads).
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from pathlib import Path
 
 from cli.console import console, fail
 from cli.progress import arch_note, fetch_progress, reporter
-from cli.tables import blockers_table, coverage_table, fallback_table, results_table
+from cli.tables import coverage_table
 from cli.validate import architecture_error
 from cli.whatif import run as run_whatif
-from compat.coverage import Blocker, FallbackOp, coverage, fallback_ranking, native_per_check
-from compat.coverage import blockers as rank_blockers
+from compat.coverage import coverage, native_per_check
 from compat.decisions import DecisionEffect, headline_range
 from compat.results import (
     ArchitectureEntry,
@@ -23,23 +23,21 @@ from compat.results import (
     Report,
     ResultRecord,
     Scope,
-    Status,
     Trigger,
     percent,
     scope_label,
 )
 from compat.settings import get_settings
-from compat.verdict_text import verdict_text
-from service import queries
 from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
-from worker.catalog.catalog import Catalog, CatalogError, registry_entries
+from worker.catalog.catalog import Catalog, CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration import decisions
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
 from worker.orchestration.nightly import regression_gate
 from worker.orchestration.planning import make_plan
+from worker.orchestration.submissions import submission_entry
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
@@ -58,13 +56,6 @@ def _device(name: str) -> Device:
 
 def _store(enabled: bool) -> Store | None:
     return Store(get_settings().database_url) if enabled else None
-
-
-def _read_report(path: Path) -> Report:
-    try:
-        return Report.model_validate_json(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise fail(f"cannot read report {path}: {exc}") from None
 
 
 def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
@@ -249,82 +240,41 @@ def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression
     return verdict.code
 
 
-def _load_results(json_path: Path | None, device: str | None, architecture: str) -> list[ResultRecord]:
-    if json_path is not None:
-        recs = _read_report(json_path).results
-        return [r for r in recs if (architecture is None or r.architecture == architecture)
-                and (device is None or r.device == device)]
-    return Store().latest_results(architecture, device)
+def _submitted_entry(submission_id: int) -> ArchitectureEntry:
+    """The entry submission ``submission_id``'s run built, from the config kept on its row (never the Hub)."""
+    url = get_settings().database_url
+    sub = Store(url).submission(submission_id)
+    if sub is None:
+        raise fail(f"no submission {submission_id} in the store {url} (COMPAT_DATABASE_URL)")
+    if sub["config"] is None:
+        raise fail(f"submission {submission_id} ({sub['model_id']}) has no stored config: its Hub config is kept "
+                   "when its run starts (state: " + str(sub["state"]) + ")", 1)
+    try:
+        entry = submission_entry(sub)
+    except ValueError as exc:
+        raise fail(f"submission {submission_id}: {exc}", 1) from None
+    if entry.remote_code:
+        raise fail(f"submission {submission_id} ({entry.name}) needs remote code: nothing to reproduce", 1)
+    return entry
 
 
-def show(*, architecture: str, device: str | None, json_path: Path | None, log: bool) -> None:
-    """``compat show``: the latest results of one architecture, its reproducers and (``--log``) its output."""
-    recs = _load_results(json_path, device, architecture)
-    if not recs:
-        bad = architecture_error([architecture], [e.name for e in registry_entries()])
-        if bad:
-            raise fail(bad)
-        raise fail(f"no results for {architecture}{' on ' + device if device else ''}; run `compat sweep` first", 1)
-    console.print(f"{architecture}: {verdict_text(recs)}", highlight=False)  # wrapped at words: fits 80 columns
-    console.print(results_table(recs, title=architecture))
-    for r in recs:
-        if r.repro and r.status != Status.PASS:
-            console.print(f"repro ({r.check}): {r.repro}", highlight=False)
-    if log:
-        # Each record carries the output printed since the one before it: together, the architecture's log.
-        for r in recs:
-            if r.log:
-                console.print(r.log, markup=False, highlight=False, end="" if r.log.endswith("\n") else "\n")
-
-
-def _stored_blockers(device: str) -> tuple[list[Blocker], list[FallbackOp]] | None:
-    """The API's ``/blockers`` of ``device`` (its headline run) as the tables' rows; None when nothing is stored."""
-    with Store().session() as s:
-        try:
-            got = queries.blockers(s, device=device)
-        except queries.NotFound:
-            return None
-    return ([Blocker(b.op, b.architectures, b.unlocks, b.variants, b.checks) for b in got.items],
-            [FallbackOp(f.op, f.architectures, f.offloads) for f in got.fallback])
-
-
-def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
-    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.coverage.blockers``),
-    then the ops supported architectures still run on the CPU fallback (``fallback_ranking``); over a JSON report,
-    or the headline run of the device in the store, as the API and the pages read it."""
-    if json_path is not None:
-        recs = [r for r in _read_report(json_path).results if device is None or r.device == device]
-        found = (rank_blockers(recs), fallback_ranking(recs)) if recs else None
-    else:
-        device = device or get_settings().device
-        found = _stored_blockers(device)
-    if found is None:
-        where = (f" on {device}" if device else "") + (f" in {json_path}" if json_path else " in the store")
-        raise fail(f"no results{where}; run `compat sweep` first", 1)
-    ranked, on_cpu = found
-    if not ranked:
-        console.print("no blocking ops: nothing failed on an identifiable op")
-    else:
-        console.print(blockers_table(ranked, top))
-        for b in ranked[:3]:
-            console.print(b.message, highlight=False)
-    if on_cpu:
-        console.print(fallback_table(on_cpu, top))
-        # Only ops that alone take an architecture off the CPU earn a sentence; the table lists the rest.
-        for f in [f for f in on_cpu if f.offloads][:3]:
-            console.print(f.message, highlight=False)
-
-
-def repro(*, architecture: str, device: str, checks: list[Check], out: Path | None) -> None:
-    """``compat repro``: a standalone script reproducing ARCH on DEVICE with the sweep's tiny config and seed."""
+def repro(*, architecture: str | None, device: str, checks: list[Check], out: Path | None,
+          submission: int | None = None) -> None:
+    """``compat repro``: a standalone script reproducing ARCH on DEVICE with the sweep's tiny config and seed; with
+    ``submission``, that submission's config shrunk exactly as its run shrank it."""
     settings = get_settings()
     kind = device_type(device)  # spelling checked by the CLI; no availability check: repro may target another machine
-    entries = {e.name: e for e in load_catalog(settings.catalog_source).entries}
-    bad = architecture_error([architecture], list(entries))
-    if bad:
-        raise fail(bad)
+    if submission is not None:
+        entry = _submitted_entry(submission)
+    else:
+        entries = {e.name: e for e in load_catalog(settings.catalog_source).entries}
+        bad = architecture_error([architecture], list(entries))
+        if bad:
+            raise fail(bad)
+        entry = entries[architecture]
+    architecture = entry.name
     try:
-        config = shrink(entries[architecture]).to_dict()
+        config = shrink(entry).to_dict()
     except TinyConfigError as exc:
         raise fail(f"cannot build a tiny {architecture}: {exc}", 1) from None
     backend = "neuron" if kind == "neuron" else "inductor"

@@ -9,6 +9,10 @@ import typer
 from rich.console import Console
 
 console = Console()
+if not console.is_terminal:
+    # Piped or in CI, rich measures whatever terminal stdin or stderr belongs to (or COLUMNS), often a narrow one:
+    # summaries and tables printed to a log or a file fill at least 80 columns.
+    console.width = max(80, console.width)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -6,9 +6,13 @@ The composition the service cannot do itself (it imports neither the pages' pack
 
 from __future__ import annotations
 
+import errno
+import socket
+
 import uvicorn
 from fastapi import FastAPI
 
+from cli.console import console, fail
 from compat.settings import Settings, get_settings
 from dashboards.views import mount_pages
 from service import app as service_app
@@ -25,8 +29,35 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                   hub_config=hub_config)
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound as uvicorn binds one (SO_REUSEADDR; IPv6 for an address with a colon). A port in
+    use is one line naming it, ``--port`` and ``COMPAT_PORT`` (exit 2), never uvicorn's errno."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise fail(f"port {port} on {host} is in use: pass --port N or set COMPAT_PORT") from None
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc} (--host, --port; COMPAT_HOST, "
+                   "COMPAT_PORT)") from None
+    return sock
+
+
 def serve(host: str | None = None, port: int | None = None) -> None:
-    """``compat serve``: the app with uvicorn, after migrating the database (fail here, loudly, not on a request)."""
+    """``compat serve``: the app with uvicorn, after migrating the database (fail here, loudly, not on a request).
+    uvicorn serves on the socket bound here, so no other process can take the port between the check and the
+    start (uvicorn would exit with an errno)."""
     settings = get_settings()
+    host, port = host or settings.host, port or settings.port
     db_upgrade(settings.database_url)
-    uvicorn.run(FACTORY, factory=True, host=host or settings.host, port=port or settings.port, log_level="info")
+    sock = listen(host, port)
+    server = uvicorn.Server(uvicorn.Config(FACTORY, factory=True, host=host, port=port, log_level="info"))
+    # uvicorn names the address only when it binds it itself.
+    console.print(f"serving on http://{f'[{host}]' if ':' in host else host}:{port} (Ctrl-C to stop)",
+                  highlight=False)
+    with sock:
+        server.run(sockets=[sock])
+    if not server.started:  # startup failed (uvicorn logged why): as `uvicorn.run` ends then
+        raise fail(f"the server on {host}:{port} did not start (its log above says why)", 1)

@@ -6,10 +6,15 @@ architecture name unknown to the catalog must be looked up.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from sqlalchemy import select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from cli.console import fail
 from cli.suggest import unknown
+from compat.settings import get_settings
 from service.models import Result, Run
 from service.store import Store
 
@@ -17,21 +22,46 @@ from service.store import Store
 LIST_RUNS = "`GET /api/v1/runs` (or the dashboard's runs page)"
 
 
+def missing_store(url: str) -> bool:
+    """Whether ``url`` names an SQLite file that does not exist yet: a read must say so, not create an empty one
+    (opening a ``Store`` creates and migrates it). A server database, or a URL nothing parses, is left to the store."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False
+    db = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+        return False
+    return not Path(db).exists()
+
+
+def _reading(store: Store | None) -> Store | None:
+    """The store to look in; None when the default one does not exist yet (it then holds nothing)."""
+    if store is None and missing_store(get_settings().database_url):
+        return None
+    return store or Store()
+
+
 def run_ids(store: Store | None = None) -> list[str]:
     """Every run id, newest first."""
+    if (store := _reading(store)) is None:
+        return []
     with (store or Store()).session() as s:
         return list(s.scalars(select(Run.id).order_by(Run.started.desc(), Run.id.desc())))
 
 
 def architectures(store: Store | None = None) -> list[str]:
     """Every architecture with at least one stored result."""
-    with (store or Store()).session() as s:
+    if (store := _reading(store)) is None:
+        return []
+    with store.session() as s:
         return list(s.scalars(select(Result.architecture).distinct().order_by(Result.architecture)))
 
 
 def run_id(name: str, store: Store | None = None) -> str:
     """``name`` must be a stored run; else exit 2 naming up to three close run ids."""
-    store = store or Store()
+    if (store := _reading(store)) is None:  # no store there yet: say which one was looked in
+        raise fail(unknown("run id", name, [], plural="runs") + f" in {get_settings().database_url} (no store yet)")
     with store.session() as s:
         if s.get(Run, name) is not None:
             return name
@@ -42,6 +72,7 @@ def run_id(name: str, store: Store | None = None) -> str:
 def architecture_known(name: str, store: Store | None = None) -> bool:
     """Whether the store holds results of ``name`` (an architecture from a Hub listing or a submission may be
     there without being in the current catalog)."""
-    store = store or Store()
+    if (store := _reading(store)) is None:
+        return False
     with store.session() as s:
         return s.scalar(select(Result.id).where(Result.architecture == name).limit(1)) is not None

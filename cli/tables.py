@@ -17,8 +17,9 @@ from rich.text import Text
 
 from compat.coverage import Blocker, FallbackOp, coverage
 from compat.results import ALL_CHECKS, Check, ResultRecord, Status, check_headline, percent
+from compat.text_cut import shorten
 
-DETAIL_CHARS = 120  # an error's first line, as much as a table shows of it
+SHORTENED = " […]"  # the mark of a shortened error; a note under the table says how to see it whole
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
 
 
@@ -29,16 +30,16 @@ def op_name(op: str) -> str:
 
 class Fit:
     """The first layout that shows every ``whole`` string unbroken on one line and no line wider than the
-    terminal; the last layout (the narrowest) otherwise."""
+    terminal; the last layout (the narrowest) otherwise. ``caption`` (the coverage table's summary) and ``notes``
+    (``compat show``'s known issues) follow it at the console's whole width, not the table's: a narrow table must
+    not squeeze the text under it into a narrow column."""
 
-    def __init__(self, layouts: Sequence[RenderableType], whole: Iterable[str]) -> None:
+    def __init__(self, layouts: Sequence[RenderableType], whole: Iterable[str], caption: str | None = None,
+                 notes: Sequence[str] = ()) -> None:
         self.layouts = list(layouts)
         self.whole = sorted(set(whole))
-
-    @property
-    def caption(self) -> str | None:
-        """The caption the layouts share (the coverage table's summary)."""
-        return getattr(self.layouts[0], "caption", None)
+        self.caption = caption
+        self.notes = list(notes)
 
     def fits(self, layout: RenderableType, width: int) -> bool:
         probe = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
@@ -52,6 +53,8 @@ class Fit:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.choose(options.max_width)
+        for text in ([self.caption] if self.caption else []) + self.notes:
+            yield Text(text)  # Text, not markup: "[1]" and "[fallback: ...]" are printed as written
 
 
 def coverage_table(records: Iterable[ResultRecord], title: str = "coverage", *,
@@ -75,39 +78,60 @@ def coverage_table(records: Iterable[ResultRecord], title: str = "coverage", *,
         caption += f"; {lora.text()}"
     if scope:
         caption += f"\nscope: {scope}"
-    wide = Table(title=title, caption=caption)
+    wide = Table(title=title)
     wide.add_column("status", no_wrap=True)
     for c in checks:
         wide.add_column(str(c), justify="right", no_wrap=True)
     for s in statuses:
         wide.add_row(str(s), *[str(cov.per_check[str(c)][str(s)] or "") for c in checks])
-    narrow = Table(title=title, caption=caption, box=box.SIMPLE_HEAD)
+    narrow = Table(title=title, box=box.SIMPLE_HEAD)
     narrow.add_column("check", no_wrap=True)
     narrow.add_column("architectures per status", ratio=1, overflow="fold")
     for c in checks:
         counts = cov.per_check[str(c)]
         narrow.add_row(str(c), Text(", ".join(f"{s} {counts[str(s)]}" for s in statuses if counts[str(s)])))
-    return Fit([wide, narrow], [str(s) for s in statuses] + [str(c) for c in checks])
+    return Fit([wide, narrow], [str(s) for s in statuses] + [str(c) for c in checks], caption)
 
 
-def _detail(r: ResultRecord) -> Text:
-    detail = r.reason or (r.error.message.splitlines()[0][:DETAIL_CHARS] if r.error and r.error.message else "")
+def _detail(r: ResultRecord, known: list[str], seen: dict[str, str], label: str, full: bool) -> tuple[Text, bool]:
+    """The detail cell and whether its error was shortened; a known issue is referred to by its number in
+    ``known`` (its text is printed once, under the table), a message shown in an earlier row (``seen``: message ->
+    that row's ``label``) by that row."""
+    detail, cut = r.reason or (r.error.message if r.error and r.error.message else ""), False
+    if not full:
+        detail, cut = shorten(detail)
     if r.status == Status.PASS and "cosine" in r.metrics:
-        detail = f"cosine {r.metrics['cosine']:.6f}, max abs err {r.metrics.get('max_abs_err', 0):.3g}"
+        detail, cut = f"cosine {r.metrics['cosine']:.6f}, max abs err {r.metrics.get('max_abs_err', 0):.3g}", False
+    if detail and detail in seen:
+        detail = f"same as {seen[detail]}"
+    elif detail:
+        seen[detail] = label
+    if cut:
+        detail += SHORTENED
     if r.fallback_ops:
         detail += f" [fallback: {', '.join(r.fallback_ops[:5])}]"
     if r.known_issue:
-        detail += f" [known: {r.known_issue}]"
-    # Text, not a str: "[known: ...]" would otherwise be parsed as rich markup and silently vanish.
-    return Text(detail.strip())
+        detail += f" [known issue {known.index(r.known_issue) + 1}]"
+    # Text, not a str: "[fallback: ...]" would otherwise be parsed as rich markup and silently vanish.
+    return Text(detail.strip()), cut
 
 
-def results_table(records: list[ResultRecord], title: str) -> Fit:
+def results_table(records: list[ResultRecord], title: str, *, full: bool = False,
+                  whole_hint: str = "the JSON report") -> Fit:
     """One architecture's checks (``compat show``): one row per check where the terminal is wide enough, else
-    one block per check (status and time, then the blocking op, then the detail, each on its own line)."""
+    one block per check (status and time, then the blocking op, then the detail, each on its own line). Under it,
+    each known issue's text once (the rows refer to it by number) and, when an error was shortened (``full``
+    off), where to see it whole (``whole_hint``)."""
     order = {c: i for i, c in enumerate(ALL_CHECKS)}
     records = sorted(records, key=lambda r: (r.device, order.get(r.check, 99)))
+    known = list(dict.fromkeys(r.known_issue for r in records if r.known_issue))
     devices = sorted({r.device for r in records})
+    seen: dict[str, str] = {}
+    details = {id(r): _detail(r, known, seen, f"{r.check}" + (f" on {r.device}" if len(devices) > 1 else ""), full)
+               for r in records}
+    notes = [f"known issue {i}: {text}" for i, text in enumerate(known, 1)]
+    if any(cut for _text, cut in details.values()):
+        notes.append(f"{SHORTENED.strip()} an error cut at a sentence end; all of it:\n    {whole_hint}")
     if len(devices) == 1:
         title = f"{title} on {devices[0]}"
 
@@ -120,7 +144,7 @@ def results_table(records: list[ResultRecord], title: str) -> Fit:
     wide.add_column("blocking op", no_wrap=True)
     wide.add_column("seconds", no_wrap=True, justify="right")
     for r in records:
-        cells = [str(r.check), str(r.status), _detail(r), Text(r.blocking_op or ""), f"{r.duration_s:.2f}"]
+        cells = [str(r.check), str(r.status), details[id(r)][0], Text(r.blocking_op or ""), f"{r.duration_s:.2f}"]
         wide.add_row(*([r.device] if len(devices) > 1 else []), *cells)
 
     narrow = Table(title=title, box=box.SIMPLE_HEAD, show_lines=True)
@@ -131,14 +155,14 @@ def results_table(records: list[ResultRecord], title: str) -> Fit:
         cell = Text(head, style="bold")
         if r.blocking_op:
             cell.append("\nop: ").append(r.blocking_op)
-        detail = _detail(r)
+        detail = details[id(r)][0]
         if detail:
             cell.append("\n").append_text(detail)
         narrow.add_row(str(r.check), cell)
 
     whole = ({str(r.status) for r in records} | {str(r.check) for r in records}
              | {op_name(r.blocking_op) for r in records if r.blocking_op})
-    return Fit([wide, narrow], whole)
+    return Fit([wide, narrow], whole, notes=notes)
 
 
 def blockers_table(ranked: list[Blocker], top: int | None = None) -> Fit:

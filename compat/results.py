@@ -72,10 +72,12 @@ SUPPORT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE)
 
 
 class Scope(StrEnum):
-    """How much of its catalog a run covered: every entry (``full``), or a selection (``--arch``, ``--limit``)."""
+    """How much of its catalog a run covered: every entry (``full``), or a selection (``--arch``, ``--limit``); a
+    ``submission`` run measured one submitted config, no catalog at all."""
 
     FULL = "full"
     SELECTION = "selection"
+    SUBMISSION = "submission"
 
 
 # Catalog sources whose order is a ranking (Hub downloads); the registry is Transformers' own order, unranked.
@@ -87,8 +89,12 @@ def is_ranked(catalog_source: str) -> bool:
     return catalog_source in RANKED_SOURCES
 
 
-def scope_label(catalog_source: str, snapshot_id: str | None, scope: str, size: int) -> str:
-    """What a run's numbers are a share of, in words: shown next to every headline."""
+def scope_label(catalog_source: str, snapshot_id: str | None, scope: str, size: int,
+                provenance: Provenance | None = None) -> str:
+    """What a run's numbers are a share of, in words: shown next to every headline. A submission run names what
+    was submitted when ``provenance`` (the run's submission id, Hub id, revision, config digest) is given."""
+    if scope == Scope.SUBMISSION:
+        return submission_label(provenance)
     if scope == Scope.SELECTION:
         return f"selection of {size} architecture(s), not the headline"
     if not is_ranked(catalog_source):
@@ -96,10 +102,34 @@ def scope_label(catalog_source: str, snapshot_id: str | None, scope: str, size: 
     return f"Hub ranking by downloads, snapshot {snapshot_id or 'live'}"
 
 
+def submission_label(provenance: Provenance | None) -> str:
+    """A submission run in words: 'submission #12: org/model@rev (config sha256 abcd1234ef01…)', or 'uploaded
+    config.json' in place of the Hub id for an upload."""
+    if provenance is None:
+        return "submission: one submitted config, not the headline"
+    what = provenance.model_id or "uploaded config.json"
+    if provenance.model_id and provenance.revision:
+        what += f"@{provenance.revision}"
+    number = f" #{provenance.submission_id}" if provenance.submission_id is not None else ""
+    digest = f" (config sha256 {provenance.config_digest[:12]}…)" if provenance.config_digest else ""
+    return f"submission{number}: {what}{digest}"
+
+
 class Trigger(StrEnum):
     MANUAL = "manual"
     NIGHTLY = "nightly"
     SUBMISSION = "submission"
+
+
+class RunKind(StrEnum):
+    """What a run measured: the catalog (a sweep, manual or nightly) or one submitted config."""
+
+    SWEEP = "sweep"
+    SUBMISSION = "submission"
+
+
+def run_kind(trigger: str) -> RunKind:
+    return RunKind.SUBMISSION if trigger == Trigger.SUBMISSION else RunKind.SWEEP
 
 
 class ErrorInfo(BaseModel):

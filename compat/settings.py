@@ -9,8 +9,25 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT = "neuron-compat"
+
+
+def default_var_dir(package_dir: Path | None = None) -> Path:
+    """Where state lives unless COMPAT_VAR_DIR says: ``var/`` of the checkout this package runs from (its
+    pyproject.toml names the project, next to the ``cli`` package), else ``$XDG_DATA_HOME/neuron-compat``. Never the
+    current directory: a ``compat`` run elsewhere must read the same store, not create an empty one there."""
+    root = (package_dir or Path(__file__).resolve().parent).parent
+    try:
+        checkout = (root / "cli").is_dir() and f'name = "{PROJECT}"' in (root / "pyproject.toml").read_text()
+    except OSError:  # no pyproject.toml: an installed wheel, not a checkout
+        checkout = False
+    if checkout:
+        return root / "var"
+    data = os.environ.get("XDG_DATA_HOME") or str(Path(os.environ.get("HOME") or "/tmp") / ".local" / "share")
+    return Path(data) / PROJECT
 
 
 class Settings(BaseSettings):
@@ -19,8 +36,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="COMPAT_", extra="ignore")
 
     # Where state lives on the embedded default (SQLite DB, tiny checkpoints, logs, reports).
-    var_dir: Path = Path("./var")
-    database_url: str = "sqlite:///./var/compat.db"
+    # Default: the checkout's var/ or the user's data dir (default_var_dir), never the current directory.
+    var_dir: Path = Field(default_factory=default_var_dir)
+    database_url: str = Field("", validate_default=True)  # default: sqlite:///<var_dir, absolute>/compat.db
 
     # Sweep defaults.
     device: str = "neuron"
@@ -64,8 +82,18 @@ class Settings(BaseSettings):
     validation_timeout_s: float = Field(10.0, gt=0, le=600)
     # Submission runs at a time in one process without a broker (with one, the broker's queue bounds them).
     submission_workers: int = Field(1, ge=1, le=64)
+    # Submissions waiting or running at once (all callers; one API token): past either, a new one gets 429.
+    max_queued_submissions: int = Field(20, ge=1, le=100_000)
+    max_queued_per_token: int = Field(5, ge=1, le=100_000)
     # Dashboard headline: "N% of the top <dashboard_top_n> architectures by Hub rank".
     dashboard_top_n: int = Field(100, ge=1, le=100_000)
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_in_var_dir(cls, url: str, info: ValidationInfo) -> str:
+        # Follows COMPAT_VAR_DIR; absolute, so a message naming the store names one place wherever it runs.
+        var_dir = info.data.get("var_dir")
+        return url or (f"sqlite:///{Path(var_dir).absolute() / 'compat.db'}" if var_dir is not None else url)
 
     @property
     def snapshot_path(self) -> Path:

@@ -7,12 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
+from compat import status_filter
 from compat.results import ALL_CHECKS, Status
 from dashboards.status_style import is_failure
 
 PER_PAGE = 100
 # Status filter values beyond the plain statuses: groups a user actually asks for.
-STATUS_GROUPS = {"failing": "any failing check", "not_supported": "not supported", "supported": "supported"}
+STATUS_GROUPS = status_filter.GROUPS  # the API's vocabulary (compat.status_filter), not a page's own
 SORT_KEYS = {"rank": "catalog rank", "name": "name", "type": "model type", "failures": "failing checks"}
 # Worst first when sorting a column by status.
 _SEVERITY = {s: i for i, s in enumerate([
@@ -34,9 +35,15 @@ class MatrixRow:
     blocking_op: str | None = None
     error: str | None = None
     changed: set[tuple[str, str]] = field(default_factory=set)  # columns whose status changed since last run
+    fallback_ops: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # column -> ops run on the CPU
 
     def failures(self, columns: Iterable[tuple[str, str]]) -> int:
         return sum(1 for c in columns if is_failure(self.cells.get(c)))
+
+    def ran_on_cpu(self, column: tuple[str, str]) -> list[str] | None:
+        """A passing cell's ops on the CPU fallback ([] = it ran natively); None for any other status (where
+        it ran is not the question)."""
+        return list(self.fallback_ops.get(column, [])) if self.cells.get(column) == Status.PASS else None
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,8 @@ def pivot(rows: Iterable[object], devices_order: Sequence[str] | None = None) ->
         row.supported[r.device] = r.supported
         for check, status in r.statuses.items():
             row.cells[(r.device, check)] = status
+        for check, ops in r.fallback_ops.items():
+            row.fallback_ops[(r.device, check)] = list(ops)
         if row.blocking_op is None and r.blocking_op:
             row.blocking_op = r.blocking_op
         if row.error is None and r.error:
@@ -118,14 +127,18 @@ def columns(rows: Sequence[MatrixRow], devices: Sequence[str], query: MatrixQuer
 
 
 def _matches_status(row: MatrixRow, cols: Sequence[tuple[str, str]], status: str) -> bool:
-    devices = {d for d, _ in cols}
-    if status == "failing":
-        return row.failures(cols) > 0
-    if status == "supported":
-        return bool(devices) and all(row.supported.get(d, False) for d in devices)
-    if status == "not_supported":
-        return any(not row.supported.get(d, False) for d in devices)
-    return any(row.cells.get(c) == status for c in cols)
+    """``compat.status_filter.matches`` per device shown: ``supported`` on every device, any other word on some
+    device, over the columns shown. An unknown word filters nothing (the page's lenient parse)."""
+    try:
+        word = status_filter.normalise(status)
+    except ValueError:
+        return True
+    devices = sorted({d for d, _ in cols})
+    if not devices:
+        return False
+    hits = [status_filter.matches({c: s for (dd, c), s in row.cells.items() if dd == d}, word,
+                                  {c for dd, c in cols if dd == d}) for d in devices]
+    return all(hits) if word == "supported" else any(hits)
 
 
 def _matches_search(row: MatrixRow, needle: str) -> bool:

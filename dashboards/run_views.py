@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from sqlalchemy.orm import Session
 
-from compat.results import ALL_CHECKS, Status
+from compat.results import ALL_CHECKS, RunKind, Status
 from dashboards.templating import not_found, render
 from service import queries
 from service.deps import get_session
@@ -28,10 +28,14 @@ def _int(value: str | None, default: int) -> int:
 
 @router.get("/runs", response_class=HTMLResponse)
 def runs(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+    """Sweeps by default (a flood of submissions never pushes them off the first page); submissions one tab away."""
     page = _int(request.query_params.get("page"), 1)
-    data = queries.list_runs(session, page=page, per_page=RUNS_PER_PAGE)
+    asked = request.query_params.get("kind", RunKind.SWEEP)
+    kind = asked if asked in set(RunKind) else RunKind.SWEEP
+    data = queries.list_runs(session, kind=kind, page=page, per_page=RUNS_PER_PAGE)
     pages = max(1, -(-data.total // RUNS_PER_PAGE))
-    return render(request, "runs.html", page_title="Runs", runs=data, page=page, pages=pages)
+    return render(request, "runs.html", page_title="Runs" if kind == RunKind.SWEEP else "Submission runs",
+                  runs=data, page=page, pages=pages, kind=str(kind))
 
 
 @router.get("/runs/diff", response_class=HTMLResponse)

@@ -5,6 +5,7 @@ Colour is never the only signal: each status carries a distinct glyph and a word
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -58,22 +59,46 @@ def is_failure(status: str | Status | None) -> bool:
     return status is not None and str(status) in {str(s) for s in FAILURE_STATUSES}
 
 
-def status_cell(status: str | Status | None, *, changed: bool = False, title: str = "") -> Markup:
-    """Inline HTML for one status: glyph + word, with the full meaning (and detail) as tooltip."""
-    return _cell(None if status is None else str(status), changed, title)
+def status_cell(status: str | Status | None, *, changed: bool = False, title: str = "",
+                fallback_ops: Iterable[str] | None = None) -> Markup:
+    """Inline HTML for one status: glyph + word, with the full meaning (and detail) as tooltip.
+
+    ``fallback_ops`` says where a pass ran (None: not said): none, "pass · native"; else "pass · CPU fallback"
+    with every op in the tooltip and the first ones as visible text, e.g. "pass (cpu: argmax)"."""
+    ops = None if fallback_ops is None or str(status) != Status.PASS else tuple(op_names(fallback_ops))
+    return _cell(None if status is None else str(status), changed, title, ops)
+
+
+def op_names(ops: Iterable[str]) -> list[str]:
+    """Distinct op names without their dtypes: "aten::argmax (Long)" -> "aten::argmax"."""
+    return list(dict.fromkeys(op.split(" (")[0] for op in ops))
+
+
+def _short_ops(names: tuple[str, ...], shown: int = 2) -> str:
+    # A matrix cell has room for a couple of names; the tooltip and the architecture page list them all.
+    short = [n.removeprefix("aten::") for n in names[:shown]]
+    return ", ".join(short) + (f" +{len(names) - shown}" if len(names) > shown else "")
 
 
 @lru_cache(maxsize=4096)
-def _cell(status: str | None, changed: bool, title: str) -> Markup:
+def _cell(status: str | None, changed: bool, title: str, ops: tuple[str, ...] | None) -> Markup:
     # Memoised: a matrix page renders ~1000 cells drawn from a few dozen distinct (status, detail) pairs.
     st = style_for(status)
-    tip = escape(st.meaning + (f": {title}" if title else ""))
+    tip = st.meaning + (f": {title}" if title else "")
     classes = f"st {st.css}" + (" st-changed" if changed else "")
+    where, note = "", ""
+    if ops is not None:  # a pass whose placement is known: said in words, never by colour alone
+        where = "cpu-fallback" if ops else "native"
+        tip = (f"pass · CPU fallback: {', '.join(ops)} — " if ops else "pass · native — ") + tip
+        if ops:
+            classes += " st-fallback"
+            note = f' <span class="st-note">(cpu: {escape(_short_ops(ops))})</span>'
     mark = '<span class="changed-mark" title="changed since the previous run">●</span>' if changed else ""
+    data_where = f' data-ran="{where}"' if where else ""
     return Markup(
-        f'<span class="{classes}" data-status="{escape(st.status or "none")}" title="{tip}">'
+        f'<span class="{classes}" data-status="{escape(st.status or "none")}"{data_where} title="{escape(tip)}">'
         f'<span class="st-icon" aria-hidden="true">{st.icon}</span> <span class="st-label">{st.label}</span>'
-        f"{mark}</span>"
+        f"{note}{mark}</span>"
     )
 
 
@@ -82,4 +107,4 @@ def legend() -> list[StatusStyle]:
     return [STYLES[str(s)] for s in Status]
 
 
-__all__ = ["STYLES", "StatusStyle", "is_failure", "legend", "status_cell", "style_for"]
+__all__ = ["STYLES", "StatusStyle", "is_failure", "legend", "op_names", "status_cell", "style_for"]

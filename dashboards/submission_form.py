@@ -14,6 +14,7 @@ from compat.settings import Settings
 from service.auth import token_name
 from service.submissions import (
     HubConfig,
+    QueueFull,
     SubmissionInput,
     SubmissionRejected,
     create_submission,
@@ -24,11 +25,13 @@ from service.validation import InvalidInput
 
 @dataclass
 class FormResult:
-    """Either a created submission id, or the errors (field, message) and the values to refill the form with."""
+    """Either a created submission id, or the errors (field, message) and the values to refill the form with;
+    ``retry_after_s`` when the queue was full (the page answers 429 with Retry-After)."""
 
     submission_id: int | None = None
     errors: list[tuple[str, str]] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)
+    retry_after_s: int | None = None
 
 
 def _text(form: FormData, name: str) -> str:
@@ -55,6 +58,9 @@ async def create_from_form(session: Session, form: FormData, settings: Settings,
                                       enqueue=hook, hub_config=hub_config)
     except SubmissionRejected as exc:
         return FormResult(errors=[(e.field, _readable(e)) for e in exc.errors], values=values)
+    except QueueFull as full:
+        return FormResult(errors=[("queue", full.message[0].upper() + full.message[1:] + ".")], values=values,
+                          retry_after_s=full.retry_after_s)
     return FormResult(submission_id=sub.id, values=values)
 
 

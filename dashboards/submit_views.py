@@ -39,6 +39,10 @@ async def submit(request: Request, session: Session = Depends(get_session),
     form = await request.form()
     result = await create_from_form(session, form, settings, request.app.state.enqueue_submission,
                                     settings.database_url, getattr(request.app.state, "hub_config", None))
+    if result.retry_after_s is not None:  # the queue is full: the input may be fine, the time is not
+        page = _form(request, settings, values=result.values, errors=result.errors, status_code=429)
+        page.headers["Retry-After"] = str(result.retry_after_s)
+        return page
     if result.errors:
         return _form(request, settings, values=result.values, errors=result.errors, status_code=422)
     return RedirectResponse(f"/submissions/{result.submission_id}", status_code=303)

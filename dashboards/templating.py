@@ -13,6 +13,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from compat.text_cut import shorten
 from dashboards.status_style import legend, status_cell, style_for
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -57,6 +58,13 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 60:.1f} min"
 
 
+def error_text(message: str | None, bound: int = 300) -> str:
+    """An error message for a table cell: whole, or cut at a sentence end (``compat.text_cut``) and marked […]; the
+    log link and the API carry all of it."""
+    text, cut = shorten(message or "", bound)
+    return f"{text} […]" if cut else text
+
+
 def short_id(run_id: str | None) -> str:
     return (run_id or "")[:8]
 
@@ -70,7 +78,7 @@ def _build_env() -> Environment:
         lstrip_blocks=True,
         auto_reload=False,  # templates ship with the package; skip the per-render mtime check
     )
-    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id)
+    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text)
     env.globals.update(status_cell=status_cell, style_for=style_for, status_legend=legend, nav=NAV, ratio=ratio)
     return env
 

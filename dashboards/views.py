@@ -158,6 +158,7 @@ def architecture(name: str, request: Request, session: Session = Depends(get_ses
         request, "architecture.html", page_title=d.name, d=d, latest_run=latest_run,
         changed=latest_changes(d.history, latest_run.values()), history=history_changes(d.history),
         history_checks=history_checks, badge_markdown=badge,
+        submitted_checks=[str(c) for c in ALL_CHECKS if any(str(c) in h.statuses for h in d.submitted)],
     )
 
 

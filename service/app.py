@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from compat.settings import Settings, get_settings
-from service import db
+from service import db, log_redaction
 from service.api import badges, results, submissions
 from service.metrics import Metrics, MetricsMiddleware
 from service.queries import NotFound
@@ -94,6 +94,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
     uploaded config is the repo's it names; without one that check is skipped and noted on the submission. The
     service itself imports neither the harness nor the pages."""
     settings = settings or get_settings()
+    # Here, not in `compat serve`: compose runs uvicorn on this factory directly; uvicorn has configured its loggers
+    # before it calls the factory, and keeps the filters it finds.
+    log_redaction.install()
     if migrate:
         db.upgrade(settings.database_url)
     # Swagger UI and ReDoc load their scripts and styles from CDNs and FastAPI ships no local copy: they would be

@@ -31,8 +31,9 @@ def runs_reap(database_url: str | None = None) -> list[tuple[str, str]]:
         return reap(session)
 
 
-def runs_list(database_url: str | None = None, *, device: str | None = None, limit: int = 20) -> S.RunPage:
+def runs_list(database_url: str | None = None, *, device: str | None = None, limit: int = 20,
+              kind: str | None = None) -> S.RunPage:
     """The newest stored runs (``GET /api/v1/runs``'s read): state, scope, counts, start and end."""
     db.upgrade(database_url)
     with db.session_scope(database_url) as session:
-        return list_runs(session, device=device, per_page=limit)
+        return list_runs(session, device=device, kind=kind, per_page=limit)

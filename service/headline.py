@@ -8,12 +8,14 @@ from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
+from compat.coverage import headline_counts
 from compat.decisions import DecisionEffect, HeadlineRange, headline_range, restrict
-from compat.results import Status, headline_label, is_ranked, percent, scope_label, verdict
+from compat.results import headline_label, is_ranked, percent
 from service import schemas as S
 from service.models import Run
 from service.records import aware
 from service.rollup import run_view
+from service.runs import run_scope_label
 
 
 def frac(a: int, b: int) -> float:
@@ -41,24 +43,20 @@ def device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceCo
     catalog = view.catalog[:top_n] if top_n is not None else view.catalog
     names = [c.architecture for c in catalog]
     total = len(names)
-    sup = [a for a in names if a in outcomes and outcomes[a].supported]
-    native = sum(1 for a in sup if not outcomes[a].fallback)
-    per_check = []
-    for check in run.checks or []:
-        passed = sum(1 for a in names if a in outcomes and outcomes[a].statuses.get(check) == Status.PASS)
-        per_check.append(S.CheckCoverage(
-            check=check, passed=passed, total=total, fraction=frac(passed, total), headline=headline_label(check),
-            native=sum(1 for a in names if a in outcomes and outcomes[a].native_in(check))))
-    rng, decisions = decision_range(run.decisions, names, len(sup))
+    counts = headline_counts(outcomes, names, run.checks or [])
+    per_check = [S.CheckCoverage(check=check, passed=counts.passed[check], total=total,
+                                 fraction=frac(counts.passed[check], total), headline=headline_label(check),
+                                 native=counts.native_passed[check]) for check in counts.passed]
+    supported, native = counts.supported, counts.native
+    rng, decisions = decision_range(run.decisions, names, supported)
     return S.DeviceCoverage(
         device=run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
         simulated=bool((run.device_info or {}).get("simulated", False)), top_n=top_n, total=total,
-        supported=len(sup), fraction=frac(len(sup), total), percent=percent(len(sup), total),
-        supported_with_fallback=len(sup) - native, per_check=per_check, native=native,
+        supported=supported, fraction=frac(supported, total), percent=percent(supported, total),
+        supported_with_fallback=supported - native, per_check=per_check, native=native,
         native_percent=percent(native, total), profile=((run.device_info or {}).get("details") or {}).get("profile"),
-        failing=sum(1 for a in names if a in outcomes
-                    and verdict(outcomes[a].statuses, outcomes[a].fallback) == "failing"),
+        failing=counts.failing,
         range_low=rng.low, range_high=rng.high, range_text=rng.text(), decisions=decisions,
         catalog_source=run.catalog_source, snapshot_id=run.snapshot_id, scope=run.scope, ranked=ranked,
-        scope_label=scope_label(run.catalog_source, run.snapshot_id, run.scope, len(view.catalog)),
+        scope_label=run_scope_label(run, len(view.catalog)),
     )

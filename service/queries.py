@@ -14,10 +14,18 @@ from enum import StrEnum
 from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
+from compat import status_filter
 from compat.coverage import blockers as rank_blockers
 from compat.coverage import fallback_ranking
 from compat.diff import FINISHED_STATES, diff_results
-from compat.results import Scope, Status, Trigger, is_ranked, is_supported_statuses, scope_label
+from compat.results import (
+    ALL_CHECKS,
+    FAILURE_STATUSES,
+    RunKind,
+    is_ranked,
+    is_supported_statuses,
+    run_kind,
+)
 from compat.verdict_text import verdict_text
 from service import schemas as S
 from service.declared_support import declared_lists
@@ -27,21 +35,25 @@ from service.models import Architecture, Device, Result, Run, Submission
 from service.records import aware, row_to_record
 from service.rollup import ArchOutcome, CatalogRow, run_counts, run_view
 from service.runs import (
+    IS_SUBMISSION,
     NotFound,
     baseline_run,
     check_device,
     device_names,
+    finished_sweeps,
     get_run_row,
     latest_results_in,
     latest_run,
     latest_runs_of,
     run_records,
+    run_scope_label,
     selection_of,
 )
 
-StatusFilter = StrEnum("StatusFilter", {**{s.name: s.value for s in Status},
-                                        "SUPPORTED": "supported", "UNSUPPORTED": "unsupported"})
+# The API's spelling of ``compat.status_filter``'s vocabulary (the matrix page accepts the same words).
+StatusFilter = StrEnum("StatusFilter", {w.upper(): w for w in (*status_filter.WORDS, *status_filter.ALIASES)})
 _ORDER = (Run.started.desc(), Run.id.desc())
+_CHECK_ORDER = {str(c): i for i, c in enumerate(ALL_CHECKS)}
 
 
 def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[Run]:
@@ -80,9 +92,7 @@ def coverage_history(session: Session, device: str) -> S.CoverageHistory:
     """Supported/total of every finished full run of ``device`` (selections and unfinished runs would draw drops
     that are not there)."""
     check_device(session, device)
-    runs = session.scalars(select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION),
-                                             Run.scope == str(Scope.FULL), Run.state.in_(FINISHED_STATES))
-                           .order_by(Run.started, Run.id)).all()
+    runs = session.scalars(finished_sweeps(device).order_by(None).order_by(Run.started, Run.id)).all()
     points = []
     for run in runs:
         if run.supported_count is None:  # still running: count live
@@ -100,6 +110,7 @@ def _row(c: CatalogRow, run: Run, o: ArchOutcome | None) -> S.ArchitectureRow:
     return S.ArchitectureRow(
         name=c.architecture, rank=c.rank, model_type=c.model_type, downloads=c.downloads,
         representative=c.representative, remote_code=c.remote_code, device=run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
+        fallback_ops=o.fallback_ops,
         blocking_op=o.blocking_op, error=o.error,
     )
 
@@ -108,19 +119,13 @@ def _matches(o: ArchOutcome | None, status: str | None, check: str | None) -> bo
     statuses = o.statuses if o else {}
     if status is None:
         return check is None or check in statuses
-    if status == "supported":
-        return is_supported_statuses(statuses)
-    if status == "unsupported":
-        return not is_supported_statuses(statuses)
-    if check is not None:
-        return statuses.get(check) == status
-    return status in statuses.values()
+    return status_filter.matches(statuses, status, None if check is None else [check])
 
 
 def list_architectures(session: Session, *, status: str | None = None, check: str | None = None,
                        device: str | None = None, q: str | None = None, page: int = 1,
                        per_page: int = 50) -> S.ArchitecturePage:
-    """Architectures in each device's headline run, by rank; status may also be supported/unsupported."""
+    """Architectures in each device's headline run, by rank, filtered by a ``compat.status_filter`` word."""
     status = str(status) if status is not None else None
     check = str(check) if check is not None else None
     needle = q.lower() if q else None
@@ -152,24 +157,33 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         supported[dev] = is_supported_statuses({str(r.check): str(r.status) for r in latest if r.device == dev})
         verdicts[dev] = verdict_text(r for r in latest if r.device == dev)
     rows = session.execute(
-        select(Result.run_id, Result.device, Result.check, Result.status, Run.started, Run.trigger)
+        select(Result.run_id, Result.device, Result.check, Result.status, Run.started, Run.trigger,
+               Run.submission_id, Run.submitted_model_id, Run.submitted_revision, Run.config_digest)
         .join(Run, Run.id == Result.run_id).where(Result.architecture == name)
         .order_by(Run.started.desc(), Run.id.desc(), Result.id)
     )
     history: dict[tuple[str, str], S.HistoryPoint] = {}
-    for run_id, dev, check, status, started, trigger in rows:
+    for run_id, dev, check, status, started, trigger, sub_id, sub_model, sub_rev, digest in rows:
+        kind = run_kind(trigger)
+        sub = dict(submission_id=sub_id, submitted_model_id=sub_model, submitted_revision=sub_rev,
+                   config_digest=digest) if kind == RunKind.SUBMISSION else {}
         hp = history.setdefault((run_id, dev), S.HistoryPoint(
-            run_id=run_id, started=aware(started), trigger=trigger, device=dev, supported=False, statuses={}))
+            run_id=run_id, started=aware(started), trigger=trigger, kind=kind, device=dev, supported=False,
+            statuses={}, **sub))
         hp.statuses[check] = status
     for hp in history.values():
         hp.supported = is_supported_statuses(hp.statuses)
-    failing = next((r for r in latest if r.status != Status.PASS and r.status != Status.SKIPPED), None)
+    # What blocks it: the first check, in check order, that failed on the device (``FAILURE_STATUSES``); a check
+    # that ended reference_fail or harness_error says nothing about the device and is shown as its own status only.
+    failing = next((r for r in sorted(latest, key=lambda r: _CHECK_ORDER.get(str(r.check), 99))
+                    if r.status in FAILURE_STATUSES), None)
     return S.ArchitectureDetail(
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
         downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
         remote_code=arch.remote_code if arch else False, latest=latest, supported=supported, verdicts=verdicts,
         latest_runs=latest_runs_of(session, name),
-        history=list(history.values()),
+        history=[h for h in history.values() if h.kind == RunKind.SWEEP],
+        submitted=[h for h in history.values() if h.kind == RunKind.SUBMISSION],
         blocking_op=next((r.blocking_op for r in latest if r.blocking_op), None),
         error=f"{failing.error.type}: {failing.error.message}" if failing and failing.error else None,
         repro=(failing.repro if failing else None) or next((r.repro for r in latest if r.repro), None),
@@ -183,16 +197,19 @@ def _summary(session: Session, run: Run) -> dict:
     else:
         total, supported, results = run.arch_count or 0, run.supported_count, run.result_count or 0
     planned = run.planned_count or 0
-    return dict(id=run.id, trigger=run.trigger, device=run.device, state=run.state, started=aware(run.started),
+    return dict(id=run.id, trigger=run.trigger, kind=run_kind(run.trigger), submission_id=run.submission_id,
+                device=run.device, state=run.state, started=aware(run.started),
                 finished=aware(run.finished), catalog_source=run.catalog_source, snapshot_id=run.snapshot_id,
-                scope=run.scope, scope_label=scope_label(run.catalog_source, run.snapshot_id, run.scope, total),
+                scope=run.scope, scope_label=run_scope_label(run, total),
                 versions=run.versions or {}, checks=run.checks or [], planned=planned,
                 results=results, missing=max(0, planned - results), total=total, supported=supported,
                 end_reason=run.end_reason)
 
 
 def list_runs(session: Session, *, device: str | None = None, trigger: str | None = None,
-              state: str | None = None, page: int = 1, per_page: int = 50) -> S.RunPage:
+              state: str | None = None, kind: str | None = None, page: int = 1, per_page: int = 50) -> S.RunPage:
+    """Runs newest first, of ``kind`` (sweep / submission; None: both), with how many runs of each kind match the
+    other filters (so a list of sweeps says how many submissions it leaves out)."""
     reap(session)
     cond = []
     if device is not None:
@@ -201,11 +218,17 @@ def list_runs(session: Session, *, device: str | None = None, trigger: str | Non
         cond.append(Run.trigger == str(trigger))
     if state is not None:
         cond.append(Run.state == str(state))
-    total = session.scalar(select(func.count()).select_from(Run).where(*cond))
+    is_sub = IS_SUBMISSION
+    n_sub, n_all = session.execute(select(func.sum(case((is_sub, 1), else_=0)), func.count())
+                                   .select_from(Run).where(*cond)).one()
+    kinds = {str(RunKind.SWEEP): (n_all or 0) - (n_sub or 0), str(RunKind.SUBMISSION): n_sub or 0}
+    if kind is not None:
+        cond.append(is_sub if kind == RunKind.SUBMISSION else ~is_sub)
+    total = kinds[str(kind)] if kind is not None else n_all or 0
     runs = session.scalars(select(Run).where(*cond).order_by(Run.started.desc(), Run.id.desc())
                            .offset((page - 1) * per_page).limit(per_page))
     return S.RunPage(items=[S.RunSummary(**_summary(session, r)) for r in runs], total=total,
-                     page=page, per_page=per_page)
+                     page=page, per_page=per_page, kind=None if kind is None else str(kind), kinds=kinds)
 
 
 def previous_run_id(session: Session, run_id: str) -> str | None:
@@ -322,8 +345,7 @@ def blockers(session: Session, device: str | None = None, run_id: str | None = N
 def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredCoverage:
     """Declared lists and measured devices over one denominator: the catalog of the newest full finished run (its
     top N when that catalog is ranked; all of it, unranked, when it is Transformers' registry)."""
-    ref = session.scalars(select(Run).where(Run.trigger != str(Trigger.SUBMISSION), Run.scope == str(Scope.FULL),
-                                            Run.state.in_(FINISHED_STATES)).order_by(*_ORDER).limit(1)).first()
+    ref = session.scalars(finished_sweeps().limit(1)).first()
     if ref is None:
         return S.DeclaredCoverage(top_n=None, total=0, rows=[])
     ranked = is_ranked(ref.catalog_source)
@@ -347,7 +369,7 @@ def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredC
                                           run_id=run.id, supported=len(sup), total=total,
                                           fraction=frac(len(sup), total), architectures=sup))
     return S.DeclaredCoverage(top_n=top_n, total=total, rows=rows, run_id=ref.id, ranked=ranked,
-                              scope_label=scope_label(ref.catalog_source, ref.snapshot_id, ref.scope, len(catalog)))
+                              scope_label=run_scope_label(ref, len(catalog)))
 
 
 def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:

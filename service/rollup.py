@@ -31,14 +31,11 @@ class ArchOutcome:
     error: str | None = None
     fallback: bool = False
     fallback_checks: set[str] = field(default_factory=set)  # checks whose record ran an op on the CPU
+    fallback_ops: dict[str, list[str]] = field(default_factory=dict)  # check -> the ops it ran on the CPU
 
     @property
     def supported(self) -> bool:
         return is_supported_statuses(self.statuses)
-
-    def native_in(self, check: str) -> bool:
-        """Passed ``check`` with no op on the CPU: ``compat.coverage.native_per_check``'s rule on the roll-up."""
-        return self.statuses.get(check) == _PASS and check not in self.fallback_checks
 
 
 @dataclass(frozen=True)
@@ -123,6 +120,8 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
             o.fallback = o.fallback or check in _SUPPORT
         if blocking_op or ((etype or emsg) and status != _PASS):
             detail.append(row)
+    if any(o.fallback_checks for o in out.values()):
+        _add_fallback_ops(session, run_id, device, out)
     # Check order (not row order) decides which failure's op/error an architecture shows.
     detail.sort(key=lambda r: (_CHECK_ORDER.get(r[1], len(_CHECK_ORDER)), r[1]))
     for arch, _check, status, _rank, blocking_op, etype, emsg, _fb in detail:
@@ -132,6 +131,19 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
         if o.error is None and (etype or emsg) and status != _PASS:
             o.error = f"{etype}: {emsg}" if etype else emsg
     return out
+
+
+def _add_fallback_ops(session: Session, run_id: str, device: str, out: dict[str, ArchOutcome]) -> None:
+    """Each outcome's ops on the CPU, per check: a second query over the flagged rows only, so the roll-up of a
+    run with few fallbacks decodes few JSON lists."""
+    rows = session.connection().execute(
+        select(Result.architecture, Result.check, Result.fallback_ops)
+        .where(Result.run_id == run_id, Result.device == device, Result.has_fallback)
+    ).all()
+    for arch, check, ops in rows:
+        # Under READ COMMITTED a result written between the two queries may be one ``out`` has not seen.
+        if ops and arch in out:
+            out[arch].fallback_ops[check] = list(ops)
 
 
 def run_counts(session: Session, run: Run) -> tuple[int, int, int]:

@@ -11,33 +11,54 @@ Used by ``service.queries`` (the API's and the pages' reads) and by ``service.st
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from compat.diff import FINISHED_STATES
-from compat.results import ResultRecord, Scope, Status, Trigger, is_ranked
+from compat.results import Provenance, ResultRecord, Scope, Trigger, is_ranked, scope_label
 from service.lifecycle import reap
 from service.models import Device, PlannedResult, Result, Run, RunArchitecture
-from service.records import row_to_record
+from service.records import checked_fields, from_columns, row_to_record, select_columns
 
 _ORDER = (Run.started.desc(), Run.id.desc())
+# compat.results.run_kind in SQL: a run of one submitted config, not of the catalog.
+IS_SUBMISSION = Run.trigger == str(Trigger.SUBMISSION)
+# A run every "latest" and "baseline" read may choose: finished (complete or incomplete) and not a submission.
+_FINISHED_SWEEP = (~IS_SUBMISSION, Run.state.in_(FINISHED_STATES))
 
 
 class NotFound(LookupError):
     """The requested run/architecture/submission/device does not exist (the API maps it to 404)."""
 
 
-def latest_run(session: Session, device: str, *, trigger: str | None = None,
-               scope: str | None = str(Scope.FULL)) -> Run | None:
-    """The latest run of ``device``: newest finished non-submission run, of ``trigger`` if given, of ``scope``
-    (default full: the headline run; None = any scope)."""
-    q = select(Run).where(Run.device == device, Run.trigger != str(Trigger.SUBMISSION),
-                          Run.state.in_(FINISHED_STATES))
+def run_scope_label(run: Run, size: int) -> str:
+    """``compat.results.scope_label`` of a stored run: a submission run names its submission (id, Hub id@revision or
+    upload, config digest); the one spelling the run list, the coverage read and the declared comparison show."""
+    provenance = None
+    if run.scope == Scope.SUBMISSION:
+        provenance = Provenance(submission_id=run.submission_id, model_id=run.submitted_model_id,
+                                revision=run.submitted_revision, config_digest=run.config_digest)
+    return scope_label(run.catalog_source, run.snapshot_id, run.scope, size, provenance=provenance)
+
+
+def finished_sweeps(device: str | None = None, *, trigger: str | None = None,
+                    scope: str | None = str(Scope.FULL)) -> Select[tuple[Run]]:
+    """The runs every "latest" read chooses from, newest first: finished (complete or incomplete), not a
+    submission, on ``device`` (None: any), of ``trigger`` if given, of ``scope`` (default full; None: any)."""
+    q = select(Run).where(*_FINISHED_SWEEP)
+    if device is not None:
+        q = q.where(Run.device == device)
     if trigger is not None:
         q = q.where(Run.trigger == str(trigger))
     if scope is not None:
         q = q.where(Run.scope == scope)
-    return session.scalars(q.order_by(*_ORDER).limit(1)).first()
+    return q.order_by(*_ORDER)
+
+
+def latest_run(session: Session, device: str, *, trigger: str | None = None,
+               scope: str | None = str(Scope.FULL)) -> Run | None:
+    """The latest run of ``device``: the newest of ``finished_sweeps`` (default full: the headline run)."""
+    return session.scalars(finished_sweeps(device, trigger=trigger, scope=scope).limit(1)).first()
 
 
 def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -> Run | None:
@@ -49,8 +70,8 @@ def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -
         return None
     sources = [src for src, in session.execute(select(Run.catalog_source).distinct())
                if is_ranked(src) == is_ranked(run.catalog_source)]
-    q = (select(Run).where(Run.device == run.device, Run.state.in_(FINISHED_STATES), Run.id != run.id,
-                           Run.trigger != str(Trigger.SUBMISSION), Run.catalog_source.in_(sources),
+    q = (select(Run).where(*_FINISHED_SWEEP, Run.device == run.device, Run.id != run.id,
+                           Run.catalog_source.in_(sources),
                            (Run.started < run.started) | ((Run.started == run.started) & (Run.id < run.id))))
     if trigger is not None:
         q = q.where(Run.trigger == str(trigger))
@@ -78,15 +99,17 @@ def missing_count(session: Session, run_id: str) -> int:
     ) or 0
 
 
+# What the rules read of a record (statuses, ops, reasons): ``run_records`` loads only these, so a diff or a
+# re-judge over thousands of records skips logs, metrics and errors. Checked against ResultRecord at import.
+RULE_FIELDS = checked_fields(("architecture", "rank", "device", "check", "status", "blocking_op", "reason",
+                              "fallback_ops"))
+
+
 def run_records(session: Session, run_id: str) -> list[ResultRecord]:
-    """A run's records with what the rules read (statuses, ops, errors); no logs, metrics or tracebacks."""
-    rows = session.execute(
-        select(Result.architecture, Result.rank, Result.device, Result.check, Result.status, Result.blocking_op,
-               Result.reason, Result.fallback_ops).where(Result.run_id == run_id)).all()
-    return [ResultRecord.model_construct(architecture=a, rank=rank, device=d, check=c, status=Status(st),
-                                         blocking_op=op, reason=why, error=None, fallback_ops=fb or [],
-                                         metrics={}, known_issue=None)
-            for a, rank, d, c, st, op, why, fb in rows]
+    """A run's records with ``RULE_FIELDS`` read (the others at their defaults: no logs, metrics or errors)."""
+    rows = session.execute(select(*select_columns(RULE_FIELDS)).where(Result.run_id == run_id)).all()
+    # model_construct: the stored values were validated on the way in; re-validating thousands costs.
+    return [ResultRecord.model_construct(**from_columns(RULE_FIELDS, row)) for row in rows]
 
 
 def check_device(session: Session, device: str) -> str:
@@ -113,8 +136,7 @@ def latest_runs_of(session: Session, architecture: str, device: str | None = Non
     """device -> the newest finished run that has results of ``architecture`` (any scope: a run of just this
     architecture is its latest word; submission runs, which measure a submitter's own config, are not)."""
     q = (select(Result.device, Result.run_id).join(Run, Run.id == Result.run_id)
-         .where(Result.architecture == architecture, Run.trigger != str(Trigger.SUBMISSION),
-                Run.state.in_(FINISHED_STATES)))
+         .where(Result.architecture == architecture, *_FINISHED_SWEEP))
     if device is not None:
         q = q.where(Result.device == device)
     newest: dict[str, str] = {}

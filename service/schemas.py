@@ -74,7 +74,7 @@ class DeviceCoverage(BaseModel):
     decisions: list[DecisionOut] = Field(default_factory=list)
     catalog_source: str = "registry"
     snapshot_id: str | None = None
-    scope: str = "full"
+    scope: str = "full"  # full, selection or submission (compat.results.Scope)
     ranked: bool = False  # the catalog is a ranking (Hub downloads); else Transformers' registry order
     scope_label: str = ""  # compat.results.scope_label: what the share is a share of
 
@@ -112,6 +112,8 @@ class ArchitectureRow(BaseModel):
     supported: bool
     fallback: bool = False
     statuses: dict[str, str] = Field(default_factory=dict)  # check -> status
+    # check -> the ops its record ran on the CPU fallback; a passing check not named here ran natively
+    fallback_ops: dict[str, list[str]] = Field(default_factory=dict)
     blocking_op: str | None = None
     error: str | None = None  # "Type: message" of the first failing check
 
@@ -127,9 +129,15 @@ class HistoryPoint(BaseModel):
     run_id: str
     started: datetime
     trigger: str
+    kind: str = "sweep"  # compat.results.RunKind: a catalog sweep, or one submitted config
     device: str
     supported: bool
     statuses: dict[str, str]
+    # A submission run's what-was-measured (None on sweeps).
+    submission_id: int | None = None
+    submitted_model_id: str | None = None
+    submitted_revision: str | None = None
+    config_digest: str | None = None
 
 
 class ArchitectureDetail(BaseModel):
@@ -144,7 +152,8 @@ class ArchitectureDetail(BaseModel):
     supported: dict[str, bool]  # device -> supported in its newest run
     # device -> compat.verdict_text: "supported natively", "supported with CPU fallback: generate aten::argmax", ...
     verdicts: dict[str, str] = Field(default_factory=dict)
-    history: list[HistoryPoint]  # newest first
+    history: list[HistoryPoint]  # catalog sweeps, newest first: what ``supported`` and ``latest`` are read from
+    submitted: list[HistoryPoint] = Field(default_factory=list)  # submitted configs of it, newest first; never latest
     blocking_op: str | None = None
     error: str | None = None
     repro: str | None = None
@@ -154,13 +163,15 @@ class ArchitectureDetail(BaseModel):
 class RunSummary(BaseModel):
     id: str
     trigger: str
+    kind: str = "sweep"  # compat.results.RunKind: "sweep" (the catalog) or "submission" (one submitted config)
+    submission_id: int | None = None
     device: str
     state: str
     started: datetime
     finished: datetime | None = None
     catalog_source: str
     snapshot_id: str | None = None
-    scope: str = "full"  # "full" (the whole catalog) or "selection" (--arch/--limit): never a headline
+    scope: str = "full"  # full (the whole catalog), selection (--arch/--limit) or submission: only full is a headline
     scope_label: str = ""
     versions: dict[str, Any] = Field(default_factory=dict)
     checks: list[str] = Field(default_factory=list)
@@ -177,6 +188,8 @@ class RunPage(BaseModel):
     total: int
     page: int
     per_page: int
+    kind: str | None = None  # the kind listed (None: every kind)
+    kinds: dict[str, int] = Field(default_factory=dict)  # runs of each kind under the same device/trigger/state
 
 
 class RunDetail(RunSummary):

@@ -279,7 +279,10 @@ class Store:
 
     def set_submission_state(self, submission_id: int, state: str, *, run_id: str | None = None,
                              error: str | None = None, architecture: str | None = None,
-                             config_digest: str | None = None, notes: list[str] | None = None) -> None:
+                             config_digest: str | None = None, notes: list[str] | None = None,
+                             config: dict | None = None) -> None:
+        """Move a submission on; ``config``: the Hub config a run read, kept where no upload was (never replacing
+        one), so ``compat repro --submission`` rebuilds what the run measured without the Hub."""
         if state not in SUBMISSION_STATES:
             raise ValueError(f"unknown submission state {state!r}")
         with self.session() as s:
@@ -293,6 +296,8 @@ class Store:
                 sub.architecture = architecture
             if config_digest is not None:  # a Hub id's config is known only once the worker fetched it
                 sub.config_digest = config_digest
+            if config is not None and sub.config is None:
+                sub.config = config
             if notes:
                 sub.notes = [*(sub.notes or []), *[n for n in notes if n not in (sub.notes or [])]]
             sub.error = error[:4000] if error else None

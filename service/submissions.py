@@ -1,23 +1,26 @@
 """Creating a submission: the one place the rules for a new submission live (verified token, Hub model id, revision,
 uploaded config.json) and the queued row it becomes, shared by ``POST /api/v1/submissions`` and the submit form.
 
-Order: the token first (nothing is parsed or built for a caller without one), then the id and revision, then the
-config (``service.validation.check_config``: caps, rules, Transformers, meta build), then, when both a Hub id and a
-config are sent, that they name the same model.
+Order: the token first (nothing is parsed or built for a caller without one), then room in the queue (``QueueFull``:
+the whole queue and each token's share are bounded), then the id and revision, then the config
+(``service.validation.check_config``: caps, rules, Transformers, meta build), then, when both a Hub id and a config
+are sent, that they name the same model.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from compat.configjson import config_digest
 from compat.settings import Settings
-from service.models import Submission
+from service.models import Run, Submission
 from service.validation import InvalidInput, check_config, parse_config, validate_repo_id, validate_revision
 
 TOKEN_MESSAGE = "API token missing or not valid: create one with `compat token create NAME`"
@@ -34,6 +37,54 @@ class SubmissionInput:
     # As read from the upload: callers read at most ``upload_read_size(settings)`` bytes, so an oversized file is
     # seen as too big without reading all of it.
     config: bytes | None = None
+
+
+# Submissions that hold a place in the queue (compat.settings: max_queued_submissions, max_queued_per_token).
+ACTIVE_STATES = ("queued", "running")
+# One submission run's seconds until a few have finished to measure it: a tiny model's four checks took ~6 s on an
+# idle 2-core machine and up to a minute beside a sweep (tests/worker/orchestration/test_submissions.py).
+DEFAULT_RUN_S = 60.0
+MEASURED_RUNS = 10  # the newest finished submission runs whose mean duration is the estimate
+
+
+class QueueFull(Exception):
+    """No room for another submission: the whole queue, or the caller's token's share, is at its limit (the setting
+    and its value named). The API and the form answer 429 with ``Retry-After: retry_after_s``."""
+
+    def __init__(self, setting: str, limit: int, retry_after_s: int) -> None:
+        self.setting, self.limit, self.retry_after_s = setting, limit, retry_after_s
+        who = "the submission queue is full:" if setting == "max_queued_submissions" else "this API token has"
+        self.message = (f"{who} {limit} submission(s) queued or running, the limit (COMPAT_{setting.upper()}={limit}); "
+                        f"retry in about {retry_after_s} s")
+        super().__init__(self.message)
+
+
+def _run_seconds(session: Session) -> float:
+    """Mean duration of the newest finished submission runs, else ``DEFAULT_RUN_S``."""
+    rows = session.execute(select(Run.started, Run.finished).where(
+        Run.trigger == "submission", Run.finished.is_not(None)).order_by(Run.started.desc()).limit(MEASURED_RUNS))
+    spans = [(end - start).total_seconds() for start, end in rows
+             if start is not None and end is not None and start.tzinfo == end.tzinfo]
+    spans = [s for s in spans if s > 0]
+    return sum(spans) / len(spans) if spans else DEFAULT_RUN_S
+
+
+def check_queue_room(session: Session, submitter: str, settings: Settings) -> None:
+    """Raise ``QueueFull`` when ``submitter`` may not queue another submission now. Retry-After: until the queued
+    or running submission whose end makes room has ended (its place in the FIFO queue x one run's time, divided
+    among the workers that drain it)."""
+    active = list(session.scalars(select(Submission.token_name).where(Submission.state.in_(ACTIVE_STATES))
+                                  .order_by(Submission.id)))
+    mine = [i for i, who in enumerate(active, 1) if who == submitter]
+    # frees: the place in the queue of the submission whose end makes room (the first to end, or this token's).
+    if len(active) >= (limit := settings.max_queued_submissions):
+        setting, frees = "max_queued_submissions", len(active) - limit + 1
+    elif len(mine) >= (limit := settings.max_queued_per_token):
+        setting, frees = "max_queued_per_token", mine[len(mine) - limit]
+    else:
+        return
+    waves = math.ceil(frees / max(1, settings.submission_workers))
+    raise QueueFull(setting, limit, max(1, math.ceil(waves * _run_seconds(session))))
 
 
 class SubmissionRejected(InvalidInput):
@@ -105,7 +156,8 @@ def create_submission(session: Session, data: SubmissionInput, *, submitter: str
                       enqueue: Callable[[int], None] | None = None,
                       hub_config: HubConfig | None = None) -> Submission:
     """Validate ``data``, store it as a queued submission by ``submitter`` (the verified token's name; None when the
-    token check failed) and hand its id to ``enqueue``. Raises ``SubmissionRejected`` instead when anything is wrong.
+    token check failed) and hand its id to ``enqueue``. Raises ``SubmissionRejected`` instead when anything is wrong,
+    ``QueueFull`` when the queue has no room for it.
 
     The token comes first: without a valid one only the cheap syntax checks run (so the form can still say which
     field is wrong), never the config's validation. Blocking (database, meta-device build, Hub read): async callers
@@ -117,6 +169,7 @@ def create_submission(session: Session, data: SubmissionInput, *, submitter: str
         except InvalidInput as exc:
             errors.append(exc)
         raise SubmissionRejected(errors)
+    check_queue_room(session, submitter, settings)  # before the config's validation: refusing costs two counts
     try:
         checked = _validated(data, settings, hub_config)
     except InvalidInput as exc:

@@ -24,6 +24,11 @@ WRITE_ERRORS: dict[int | str, dict] = {
     401: {"model": ErrorBody, "description": "Missing or invalid bearer token"},
     413: {"model": ErrorBody, "description": "Request body too large"},
 }
+# Creating a submission: the queue (or the token's share of it) is full (service.submissions.QueueFull).
+QUEUE_FULL: dict[int | str, dict] = {
+    429: {"model": ErrorBody, "description": "Submission queue full, or this token's share of it: retry later",
+          "headers": {"Retry-After": {"description": "seconds until room is expected", "schema": {"type": "integer"}}}},
+}
 
 _bearer = HTTPBearer(auto_error=False, description="API token from `compat token create NAME`")
 

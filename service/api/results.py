@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 from sqlalchemy.orm import Session
 
-from compat.results import Check, Trigger
+from compat.results import Check, RunKind, Trigger
 from service import queries
 from service import schemas as S
 from service.api.deps import READ_ERRORS, reject_unknown_query
@@ -67,8 +67,11 @@ def architecture(session: SessionDep,
 @router.get("/runs", response_model=S.RunPage)
 def runs(session: SessionDep, device: Device = None, trigger: Trigger | None = None,
          state: Annotated[str | None, Query(pattern="^(running|complete|incomplete)$")] = None,
+         kind: Annotated[RunKind | None, Query(description="sweep (the catalog) or submission (one config); "
+                                                            "default both")] = None,
          page: Page = 1, per_page: PerPage = 50) -> S.RunPage:
-    return queries.list_runs(session, device=device, trigger=trigger, state=state, page=page, per_page=per_page)
+    return queries.list_runs(session, device=device, trigger=trigger, state=state, kind=kind, page=page,
+                             per_page=per_page)
 
 
 @router.get("/runs/{run_id}", response_model=S.RunDetail)

@@ -17,7 +17,7 @@ def test_shows_blocking_op_error_and_history(page, run_ids) -> None:  # noqa: AN
     assert page.page.locator('[data-device="neuron"] [data-supported]').get_attribute("data-supported") == "no"
     assert page.page.locator('[data-device="cpu"] [data-supported]').get_attribute("data-supported") == "yes"
     # History: one row per (run, device) the API reports, newest first.
-    history_runs = page.page.locator("h2:text('History across runs') + .table-wrap tbody tr td:first-child a")
+    history_runs = page.page.locator("h2:text('History across catalog sweeps') + .table-wrap tbody tr td:first-child a")
     assert history_runs.evaluate_all("els => els.map(e => e.getAttribute('href').split('/').pop())") == [
         h["run_id"] for h in api["history"]]
     assert set(run_ids.values()) == {h["run_id"] for h in api["history"]}

@@ -11,6 +11,7 @@ from dashboards import matrix as mx
 from dashboards.changes import history_changes, latest_changes
 from dashboards.charts import Series, line_chart
 from dashboards.status_style import STYLES, status_cell, style_for
+from dashboards.templating import error_text
 from service.schemas import ArchitectureRow, HistoryPoint
 
 
@@ -111,3 +112,14 @@ def test_history_changes_compare_same_device_and_trigger() -> None:
     changes = {p.run_id: c for p, c in history_changes(history)}
     assert changes == {"n3": {"forward"}, "m1": set(), "c1": set(), "n1": set()}
     assert latest_changes(history, ["n3", "c1"]) == {("neuron", "forward")}
+
+
+def test_an_error_in_a_table_cell_is_never_cut_mid_sentence() -> None:
+    """Issue 19: the pages cut errors at 140-160 characters, mid-word; now whole or at a sentence end, marked."""
+    short = "The neuron kernel of 'aten::sort' failed for Int."
+    assert error_text(short) == short
+    long = ("The neuron kernel of 'aten::sort' failed: NCC_EVRF013 integer sort is not supported on trn2. " * 2
+            + "x" * 300)
+    text = error_text(long)
+    assert text.endswith("on trn2. […]") and len(text) < len(long)
+    assert text[:-4].rstrip().endswith(".")

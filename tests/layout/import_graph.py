@@ -29,6 +29,8 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "`compat --help` and bad input answer without importing Celery",
     ("cli.app", "_calibration", "cli.calibrate"):
         "`compat --help` and bad input answer without importing torch, transformers and the simulated device",
+    ("cli.app", "_reads", "cli.reads"):
+        "`compat show` and `compat blockers` read the store without torch; `compat --help` without SQLAlchemy",
     ("cli.app", "_stored", "cli.stored"):
         "bad input answers without SQLAlchemy unless a run id or an uncatalogued architecture is looked up",
     ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner"):

@@ -68,8 +68,10 @@ def test_architecture_detail_and_history(seeded) -> None:
     s, ids = seeded
     d = queries.architecture_detail(s, "LlamaForCausalLM")
     assert d.supported == {"cpu": True, "neuron": False}
-    # History includes the submission run, newest first.
-    assert [h.run_id for h in d.history if h.device == "neuron"][1:] == [ids["b"], ids["a"]]
+    # The catalog's history and the submitted configs are kept apart (issue 19): a submission never tops it.
+    assert [h.run_id for h in d.history if h.device == "neuron"] == [ids["b"], ids["a"]]
+    assert {h.kind for h in d.history} == {"sweep"}
+    assert [(h.kind, h.trigger, h.statuses) for h in d.submitted] == [("submission", "submission", {"load": "error"})]
     assert d.error is None and d.blocking_op is None  # a mismatch has neither
     assert d.repro == "compat repro LlamaForCausalLM"
     m = queries.architecture_detail(s, "MixtralForCausalLM")

@@ -29,6 +29,8 @@ from worker.orchestration.celery_app import SUBMISSION_TASK, client_app
 
 log = logging.getLogger(__name__)
 HUB_TIMEOUT_S = 10.0  # reading one config.json; the submitter is waiting on it when the id is checked at submit
+# Noted on a Hub submission once its config is kept on the row (the submission page tells it from an upload by it).
+HUB_CONFIG_NOTE = "config.json read from the Hub at run time, kept for `compat repro --submission`"
 
 
 class SubmissionQueue:
@@ -122,8 +124,10 @@ def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
     try:
         entry = submission_entry(sub)
         digest = sub["config_digest"] or config_digest(entry.config)
+        fetched = sub["config"] is None  # a Hub id: keep the config it had now, the repro must not depend on the Hub
         store.set_submission_state(submission_id, "running", architecture=entry.name, config_digest=digest,
-                                   notes=entry.notes)
+                                   notes=[*entry.notes, *([HUB_CONFIG_NOTE] if fetched else [])],
+                                   config=entry.config if fetched else None)
         settings = get_settings()
         provenance = Provenance(submission_id=submission_id, model_id=sub["model_id"], revision=sub["revision"],
                                 config_digest=digest)

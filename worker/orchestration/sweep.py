@@ -44,7 +44,7 @@ from worker.run.capture import attach_log
 from worker.run.checks import RUN_ORDER
 from worker.run.devices import Device, device_versions
 from worker.run.pool import Outcome, Pool, Task, check_memory_limit
-from worker.run.runner import ARCH_THREADS, repro_command, run_architecture
+from worker.run.runner import ARCH_THREADS, ReproFn, repro_command, run_architecture, submission_repro
 
 # Pool outcome kind -> the status of the check that was running when the worker was stopped.
 ABORT_STATUS = {"crash": Status.CRASH, "timeout": Status.TIMEOUT, "memory": Status.OOM, "error": Status.ERROR}
@@ -65,7 +65,7 @@ Progress = Callable[[ArchitectureEntry, list[ResultRecord]], None]
 
 
 def abort_records(entry: ArchitectureEntry, device: str, checks: list[Check], have: set[Check],
-                  phase: str | None, outcome: Outcome) -> list[ResultRecord]:
+                  phase: str | None, outcome: Outcome, repro: ReproFn = repro_command) -> list[ResultRecord]:
     """Records for the checks a stopped worker never reported (pure).
 
     The check that was running gets crash/timeout/oom; later ones are skipped. A worker stopped before any check
@@ -86,7 +86,7 @@ def abort_records(entry: ArchitectureEntry, device: str, checks: list[Check], ha
             if str(c) == running:
                 out += failure_records(entry, device, [c], ABORT_STATUS.get(outcome.kind, Status.CRASH),
                                        f"worker {outcome.kind}: {why}", duration_s=outcome.duration_s,
-                                       peak_mem_mb=outcome.peak_rss_mb, repro=repro_command(entry.name, device, c),
+                                       peak_mem_mb=outcome.peak_rss_mb, repro=repro(entry.name, device, c),
                                        metrics={"exitcode": outcome.exitcode} if outcome.exitcode is not None else {})
             else:
                 out += failure_records(entry, device, [c], Status.SKIPPED, f"worker {outcome.kind} during {running}",
@@ -154,7 +154,8 @@ def run_sweep(
 ) -> Report:
     """Run every entry on ``device``; ``jobs=0`` runs in this process (no isolation; for debugging).
     ``provenance`` (submission runs) says which submitted id, revision and config the run measured; ``scope``
-    whether ``entries`` is the whole catalog or a selection. ``resume`` = (the run, its stored keys) from
+    whether ``entries`` is the whole catalog or a selection (a submission run's scope is always ``submission``, and
+    its reproducers rebuild the submitted config). ``resume`` = (the run, its stored keys) from
     ``Store.resume_run``: that run goes on; architectures with every key stored are not run again, and no stored
     key is written again."""
     settings = get_settings()
@@ -167,9 +168,12 @@ def run_sweep(
     if resume is not None:
         run, stored = resume
     else:
+        submitted = Trigger(trigger) == Trigger.SUBMISSION
         run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
-                      catalog_source=catalog_source, snapshot_id=snapshot_id, scope=Scope(scope), checks=order,
-                      provenance=provenance)
+                      catalog_source=catalog_source, snapshot_id=snapshot_id,
+                      scope=Scope.SUBMISSION if submitted else Scope(scope), checks=order, provenance=provenance)
+    sub_id = run.provenance.submission_id if run.provenance is not None else None
+    repro = submission_repro(sub_id) if run.trigger == Trigger.SUBMISSION and sub_id is not None else repro_command
     report = Report(run=run, architectures=entries)
     run_id = None
     if store is not None:
@@ -195,7 +199,8 @@ def run_sweep(
                     elif kind == "trace":
                         traces.append(payload)
 
-                judged = (run_architecture(entry, device, order, seed=seed, emit=emit) if not settings.run_hook else
+                judged = (run_architecture(entry, device, order, seed=seed, emit=emit, repro=repro)
+                          if not settings.run_hook else
                           resolve_runner(settings.run_hook)(entry, device.name, order, seed=seed, emit=emit))
                 for rec in judged:
                     if rec.check not in col.by_arch.get(entry.name, {}):
@@ -205,7 +210,7 @@ def run_sweep(
                     progress(entry, done)
             if remote:
                 _run_pool(remote, device, order, seed, jobs, col, progress,
-                          time_limit_s or settings.arch_timeout_s, memory_limit_mb or settings.arch_memory_mb)
+                          time_limit_s or settings.arch_timeout_s, memory_limit_mb or settings.arch_memory_mb, repro)
     finally:
         report.run.finished = datetime.now(UTC)
         if store is not None and run_id is not None:
@@ -245,13 +250,15 @@ def heartbeat(store: ResultSink | None, run_id: str | None, every_s: float = HEA
 
 
 def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Check], seed: int, jobs: int,
-              col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int) -> None:
+              col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int,
+              repro: ReproFn = repro_command) -> None:
     by_name = {e.name: e for e in entries}
     # The runner by name (COMPAT_RUN_HOOK: a stand-in of run_on's signature for tests and benchmarks, no torch).
     hook = get_settings().run_hook
     # Entries, records and traces cross the pipe as objects; the device as its name, resolved once per worker.
-    tasks = [Task(e.name, hook or DEFAULT_RUNNER, (e, device.name, order), {"seed": seed}, stream=True)
-             for e in entries]
+    # The repro builder only to the real runner: a stand-in keeps run_on's older signature.
+    kwargs = {"seed": seed} if hook else {"seed": seed, "repro": repro}
+    tasks = [Task(e.name, hook or DEFAULT_RUNNER, (e, device.name, order), kwargs, stream=True) for e in entries]
     phases: dict[str, str | None] = {}
     traces: dict[str, OpTrace] = {}
     with Pool(min(jobs, len(entries)), time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb,
@@ -275,7 +282,7 @@ def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Chec
                         if rec.check not in have:
                             col.add(rec)
                 else:
-                    for rec in abort_records(entry, device.name, order, have, phases.get(name), out):
+                    for rec in abort_records(entry, device.name, order, have, phases.get(name), out, repro):
                         col.add(rec)
                 done = col.arch_done(entry, traces.get(name))
                 if progress:

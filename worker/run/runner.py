@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import traceback
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,23 @@ Emit = Callable[[str, Any], None]
 CACHED_PART = {Check.FORWARD: "forward", Check.GENERATE: "generate", Check.TRAIN: "train"}
 
 
+# (architecture, device, check) -> the `compat repro` command that rebuilds what the run built; the sweep picks
+# one per run and hands it to the runner (a module-level function or a partial of one: it crosses the pool's pipe).
+ReproFn = Callable[[str, str, Check | str], str]
+
+
 def repro_command(architecture: str, device: str, check: Check | str) -> str:
+    """A catalog run's records: the catalog's entry of ``architecture``, shrunk."""
     return f"compat repro {architecture} --device {device} --check {check}"
+
+
+def submission_repro_command(submission_id: int, architecture: str, device: str, check: Check | str) -> str:
+    """A submission run's records: the submitted config (kept on the submission's row), shrunk the same way."""
+    return f"compat repro --submission {submission_id} --device {device} --check {check}"
+
+
+def submission_repro(submission_id: int) -> ReproFn:
+    return partial(submission_repro_command, submission_id)
 
 
 def _ordered(checks: Iterable[Check | str]) -> list[Check]:
@@ -79,8 +95,10 @@ def run_architecture(
     workdir: Path | None = None,
     emit: Emit | None = None,
     known_issues_path: Path | None = None,
+    repro: ReproFn = repro_command,
 ) -> list[ResultRecord]:
     """Run ``checks`` for one architecture on ``device``; returns one record per check and never raises.
+    ``repro`` writes a failed record's reproducer command (a submission run's rebuilds the submitted config).
 
     ``emit("record", record)`` is called as each check finishes and ``emit("trace", op_trace)`` once the reference
     op trace exists, so a supervisor keeps partial results if this process dies. When this process's output is
@@ -89,11 +107,12 @@ def run_architecture(
     # Every executor calls this from a different stack depth (Celery's is ~45 frames): with stack room below
     # the checks, their per-op Python hot loops run equally fast under all of them (worker/stack_room.py).
     return call_with_stack_room(_run_architecture, entry, device, checks, seed=seed, workdir=workdir, emit=emit,
-                                known_issues_path=known_issues_path)
+                                known_issues_path=known_issues_path, repro=repro)
 
 
 def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable[Check | str], *, seed: int,
-                      workdir: Path | None, emit: Emit | None, known_issues_path: Path | None) -> list[ResultRecord]:
+                      workdir: Path | None, emit: Emit | None, known_issues_path: Path | None,
+                      repro: ReproFn) -> list[ResultRecord]:
     order = _ordered(checks)
     dev_name = device.name
     done: list[ResultRecord] = []
@@ -155,7 +174,7 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             phase(str(check))
             rec = run_check(ctx, check)
             if rec.status != Status.PASS:
-                rec.repro = repro_command(entry.name, dev_name, check)
+                rec.repro = repro(entry.name, dev_name, check)
             rec.metrics.setdefault("n_params", built.n_params)
             if (part := CACHED_PART.get(check)) in ref.cache_status:  # the sweep counts hits and misses from these
                 rec.metrics.setdefault("reference_cache", ref.cache_status[part])
@@ -191,7 +210,10 @@ def warm_worker(threads: int, device: str) -> None:
 
 
 def run_on(entry: ArchitectureEntry, device: str, checks: Iterable[Check | str], *, seed: int = 0,
-           workdir: Path | None = None, emit: Emit | None = None) -> list[ResultRecord]:
+           workdir: Path | None = None, emit: Emit | None = None, repro: ReproFn = repro_command
+           ) -> list[ResultRecord]:
     """``run_architecture`` for a caller in another process (a pool task, a Celery task): the device arrives by
-    name and is resolved once per process. ``COMPAT_RUN_HOOK`` stand-ins have this signature."""
-    return run_architecture(entry, process_device(device), checks, seed=seed, workdir=workdir, emit=emit)
+    name and is resolved once per process. ``COMPAT_RUN_HOOK`` stand-ins have this signature (``repro`` optional:
+    the sweep passes it only to the real runner)."""
+    return run_architecture(entry, process_device(device), checks, seed=seed, workdir=workdir, emit=emit,
+                            repro=repro)

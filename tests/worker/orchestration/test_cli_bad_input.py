@@ -116,7 +116,10 @@ def test_show_accepts_an_architecture_only_the_store_knows(fresh_store: dict[str
 def test_blockers_with_nothing_stored_says_so_instead_of_an_empty_answer(fresh_store: dict[str, str]) -> None:
     res = runner.invoke(app, ["blockers", "--device", "CUDA:1"])
     assert res.exit_code == 1, res.output
-    assert res.output.strip() == "error: no results on cuda:1 in the store; run `compat sweep` first"
+    # It names the store it read, and leaves none behind (issue 19).
+    url = fresh_store["COMPAT_DATABASE_URL"]
+    assert res.output.strip() == f"error: no results on cuda:1 in {url} (no store there yet); run `compat sweep` first"
+    assert not Path(url.removeprefix("sqlite:///")).exists()
 
 
 def test_catalog_list_prints_every_name_one_a_line(fresh_store: dict[str, str]) -> None:
