@@ -32,7 +32,12 @@ def missing_store(url: str) -> bool:
     db = parsed.database
     if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
         return False
-    return not Path(db).exists()
+    path = Path(db)
+    if path.exists():
+        return False
+    # A path no store can ever be at (a parent is a file) is the URL's fault: left to the store's one-line error.
+    nearest = next((p for p in path.parents if p.exists()), None)
+    return nearest is None or nearest.is_dir()
 
 
 def _reading(store: Store | None) -> Store | None:
