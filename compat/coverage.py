@@ -25,12 +25,10 @@ from compat.results import (
 )
 
 
-@dataclass
-class Coverage:
-    architectures: int = 0
-    verdicts: Counter = field(default_factory=Counter)  # arch_verdict -> count
-    per_check: dict[str, Counter] = field(default_factory=dict)  # check -> status -> count
-    known_failures: int = 0  # failing records explained by the known-issues file
+class VerdictCounts:
+    """Architectures per ``compat.results.verdict`` word (``verdicts``), and the device report read from them."""
+
+    verdicts: Counter
 
     @property
     def supported(self) -> int:
@@ -45,6 +43,14 @@ class Coverage:
     @property
     def failing(self) -> int:
         return self.verdicts["failing"]
+
+
+@dataclass
+class Coverage(VerdictCounts):
+    architectures: int = 0
+    verdicts: Counter = field(default_factory=Counter)  # arch_verdict -> count
+    per_check: dict[str, Counter] = field(default_factory=dict)  # check -> status -> count
+    known_failures: int = 0  # failing records explained by the known-issues file
 
     @property
     def runnable(self) -> int:
@@ -97,25 +103,13 @@ def native_in(o: ArchChecks | None, check: str) -> bool:
 
 
 @dataclass(frozen=True)
-class HeadlineCounts:
+class HeadlineCounts(VerdictCounts):
     """The headline's numbers over a catalog: every reader's out of the box, native, failing and per check."""
 
     total: int
     verdicts: Counter
     passed: dict[str, int]  # check -> architectures whose record passed
     native_passed: dict[str, int]  # check -> architectures whose record passed with no op on the CPU
-
-    @property
-    def supported(self) -> int:
-        return self.verdicts["supported"] + self.verdicts["supported_with_fallback"]
-
-    @property
-    def native(self) -> int:
-        return self.verdicts["supported"]
-
-    @property
-    def failing(self) -> int:
-        return self.verdicts["failing"]
 
 
 def headline_counts(outcomes: Mapping[str, ArchChecks], names: Iterable[str], checks: Iterable[str]

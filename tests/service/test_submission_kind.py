@@ -2,13 +2,12 @@
 0009 for runs stored before), a label naming what was submitted, and still never a device's latest or headline run.
 
 The run goes through the real sweep (``run_submission`` -> ``run_sweep``, in-process) with a stand-in runner that
-passes every check (``COMPAT_RUN_HOOK=test_submission_kind:passing``): what is under test is the run's kind.
+passes every check (``COMPAT_RUN_HOOK=passing_runner:passing``): what is under test is the run's kind.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from fastapi.testclient import TestClient
 from service_seed import insert_bare_run, migrate
 from sqlalchemy import text
 
-from compat.results import ArchitectureEntry, Check, Provenance, ResultRecord, Scope, Status, scope_label
+from compat.results import Provenance, Scope, scope_label
 from compat.settings import Settings, get_settings
 from service import db, runs
 from service.app import create_app
@@ -28,19 +27,11 @@ TINY = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_si
 DIGEST = "0123456789abcdef" * 4
 
 
-def passing(entry: ArchitectureEntry, device: str, checks: list[Check], *, seed: int = 0,
-            workdir: Path | None = None, emit: Any = None) -> list[ResultRecord]:
-    """A runner stand-in (run_on's signature): every check passes, streamed as the real runner streams."""
-    recs = [ResultRecord(architecture=entry.name, device=device, check=c, status=Status.PASS) for c in checks]
-    for r in recs:
-        if emit is not None:
-            emit("record", r)
-    return recs
 
 
 @pytest.fixture
 def hooked(monkeypatch: pytest.MonkeyPatch, sqlite_url: str):  # noqa: ANN201
-    monkeypatch.setenv("COMPAT_RUN_HOOK", "test_submission_kind:passing")
+    monkeypatch.setenv("COMPAT_RUN_HOOK", "passing_runner:passing")
     monkeypatch.setenv("COMPAT_DEVICE", "cpu")
     monkeypatch.setenv("COMPAT_DATABASE_URL", sqlite_url)
     get_settings.cache_clear()

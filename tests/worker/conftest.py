@@ -6,11 +6,18 @@ Heavy fixtures (a real small sweep) are session-scoped so the harness test budge
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from compat.settings import get_settings
+
+# Shared stand-ins (tests/helpers: e.g. passing_runner, a COMPAT_RUN_HOOK) importable by name, in this process and
+# in the pool's spawned workers (multiprocessing hands a spawned child the parent's sys.path).
+_HELPERS = str(Path(__file__).parents[1] / "helpers")
+if _HELPERS not in sys.path:
+    sys.path.insert(0, _HELPERS)
 
 
 @pytest.fixture(autouse=True)

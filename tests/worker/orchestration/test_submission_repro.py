@@ -21,7 +21,6 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from cli.serve import create_app
-from compat.results import ArchitectureEntry, Check, ResultRecord, Status
 from compat.settings import get_settings
 from service import db
 from service.models import Submission
@@ -96,19 +95,11 @@ def test_a_submitted_results_repro_rebuilds_the_submitted_config(env: str, tmp_p
     assert json.loads(json.dumps(tiny, default=str)) == json.loads(script.read_text().split('r"""')[1].split('"""')[0])
 
 
-def passing(entry: ArchitectureEntry, device: str, checks: list[Check], *, seed: int = 0,
-            workdir: Path | None = None, emit: Any = None) -> list[ResultRecord]:
-    """A runner stand-in (run_on's signature): every check passes."""
-    recs = [ResultRecord(architecture=entry.name, device=device, check=c, status=Status.PASS) for c in checks]
-    for r in recs:
-        if emit is not None:
-            emit("record", r)
-    return recs
 
 
 def test_a_hub_submissions_config_is_kept_so_its_repro_needs_no_hub(env: str, tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COMPAT_RUN_HOOK", "test_submission_repro:passing")
+    monkeypatch.setenv("COMPAT_RUN_HOOK", "passing_runner:passing")
     monkeypatch.setenv("COMPAT_DEVICE", "cpu")
     get_settings.cache_clear()
     monkeypatch.setattr(submissions, "hub_config", lambda model_id, revision: dict(SUBMITTED))
