@@ -7,13 +7,11 @@ passes every check (``COMPAT_RUN_HOOK=passing_runner:passing``): what is under t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 import pytest
 from fastapi.testclient import TestClient
 from service_seed import insert_bare_run, migrate
 from sqlalchemy import text
+from submission_row import queued_submission
 
 from compat.results import Provenance, Scope, scope_label
 from compat.settings import Settings, get_settings
@@ -39,18 +37,10 @@ def hooked(monkeypatch: pytest.MonkeyPatch, sqlite_url: str):  # noqa: ANN201
     get_settings.cache_clear()
 
 
-def _submit(url: str, **fields: Any) -> int:
-    db.upgrade(url)
-    with db.session_scope(url) as s:
-        now = datetime.now(UTC)
-        sub = Submission(state="queued", created=now, updated=now, **fields)
-        s.add(sub)
-        s.flush()
-        return sub.id
 
 
 def test_a_submission_run_is_stored_and_listed_as_a_submission(hooked: str) -> None:
-    sid = _submit(hooked, model_id="org/tiny", revision="v1", config=TINY)
+    sid = queued_submission(hooked, model_id="org/tiny", revision="v1", config=TINY)
     assert run_submission(sid, hooked, jobs=0) == "done"
     with db.session_scope(hooked) as s:
         run = s.get(Run, s.get(Submission, sid).run_id)

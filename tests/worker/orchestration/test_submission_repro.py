@@ -11,19 +11,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from submission_row import queued_submission
 from typer.testing import CliRunner
 
 from cli.app import app
 from cli.serve import create_app
 from compat.settings import get_settings
 from service import db
-from service.models import Submission
 from service.store import Store
 from worker.build.tiny_config import shrink
 from worker.orchestration import submissions
@@ -54,13 +52,6 @@ def env(isolated_settings, sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> 
     return sqlite_url
 
 
-def _submit(url: str, **fields: Any) -> int:
-    with db.session_scope(url) as s:
-        now = datetime.now(UTC)
-        sub = Submission(state="queued", created=now, updated=now, **fields)
-        s.add(sub)
-        s.flush()
-        return sub.id
 
 
 def _run_script(script: Path) -> subprocess.CompletedProcess:
@@ -73,7 +64,7 @@ def test_a_submitted_results_repro_rebuilds_the_submitted_config(env: str, tmp_p
     monkeypatch.setenv("COMPAT_DEVICE", "neuron")
     monkeypatch.setenv("NEURON_STRICT", "1")  # read by the pool's spawned worker
     get_settings.cache_clear()
-    sid = _submit(env, config=SUBMITTED)
+    sid = queued_submission(env, config=SUBMITTED)
     assert run_submission(sid, env) == "done"  # jobs=1: the sweep's pool, the real runner
     results = Store(env).run_results(Store(env).submission(sid)["run_id"])
     with_repro = [r for r in results if r.repro]
@@ -103,7 +94,7 @@ def test_a_hub_submissions_config_is_kept_so_its_repro_needs_no_hub(env: str, tm
     monkeypatch.setenv("COMPAT_DEVICE", "cpu")
     get_settings.cache_clear()
     monkeypatch.setattr(submissions, "hub_config", lambda model_id, revision: dict(SUBMITTED))
-    sid = _submit(env, model_id="org/narrow-llama", revision="v2")
+    sid = queued_submission(env, model_id="org/narrow-llama", revision="v2")
     assert run_submission(sid, env, jobs=0) == "done"
     sub = Store(env).submission(sid)
     assert sub["config"] == SUBMITTED and HUB_CONFIG_NOTE in sub["notes"]  # was: config None, Hub needed again
@@ -134,6 +125,6 @@ def test_repro_submission_errors_are_one_line(env: str, args: list[str], expect:
 
 
 def test_a_hub_submission_that_never_ran_has_no_config_to_reproduce(env: str) -> None:
-    sid = _submit(env, model_id="org/never-ran")
+    sid = queued_submission(env, model_id="org/never-ran")
     res = runner.invoke(app, ["repro", "--submission", str(sid), "--device", "cpu"])
     assert res.exit_code == 1 and f"submission {sid} (org/never-ran) has no stored config" in res.output
