@@ -1,5 +1,6 @@
 """The fine-tuning checks on the device, each judged against the same computation on the CPU reference: ``lora``
-and ``sft`` in the architecture's process, ``fsdp`` and ``tp`` through one 2-rank group (worker/run/distributed.py).
+and ``sft`` in the architecture's process (their CPU side, cached: worker/run/finetune_reference.py), ``fsdp``
+and ``tp`` through one 2-rank group (worker/run/distributed.py).
 
 Tolerances are the train check's (worker/judge/judge.py: torch._dynamo.utils.same's RMSE rule against the fp64
 run, or the reference itself where fp64 cannot run); frozen weights are compared exactly (tolerance 0).
@@ -7,61 +8,20 @@ run, or the reference itself where fp64 cannot run); frozen weights are compared
 
 from __future__ import annotations
 
-import copy
 import time
-from typing import Any
 
 import torch
 
 from compat.results import DISTRIBUTED_CHECKS, Check, ResultRecord, Status
 from worker.judge import judge
-from worker.judge.attribution import raised_at
 from worker.run import lora as lora_mod
 from worker.run.context import CheckContext
 from worker.run.distributed import group_verdict, no_tp_plan_reason, run_distributed
-from worker.run.reference import ReferenceFailure, load_model, policy_mode
-from worker.run.sft import device_padding, sft_losses
-
-
-def reference_failure(what: str, exc: BaseException, library: str) -> ReferenceFailure:
-    """The CPU side failed: say what, the error, and where in ``library`` (the one the check drives) it was
-    raised, so a user sees at once that TRL's or PEFT's own code fails on this architecture."""
-    where = raised_at(exc, (f"{library}/",))
-    # Where first: the record's reason keeps the first 500 characters, and messages can be long.
-    return ReferenceFailure(f"{what}" + (f" at {where}" if where else "") + f": {type(exc).__name__}: {exc}")
-
+from worker.run.finetune_reference import lora_reference, sft_reference
+from worker.run.reference import ReferenceFailure, load_model
+from worker.run.sft import sft_losses
 
 # --- lora -------------------------------------------------------------------------------------------------------
-
-
-def lora_reference(ctx: CheckContext) -> dict[str, Any]:
-    """The CPU side of the lora check (cached): targets, the adapters' initial weights, and the step at fp32, at
-    the device's policy precision and in fp64 (when the architecture runs in fp64)."""
-    ref = ctx.ref
-    if "lora" in ref._cache:
-        return ref._cache["lora"]
-    try:
-        base = copy.deepcopy(ref.model)
-        targets = lora_mod.discover_targets(base)
-        peft_model = lora_mod.add_adapters(base, targets, ref.seed)
-        init = lora_mod.adapter_state(peft_model)
-        fp32 = lora_mod.lora_step(copy.deepcopy(peft_model), ref.inputs)
-        if ref.policy in judge.REDUCED_POLICIES:
-            with policy_mode(ref.policy):
-                pol = lora_mod.lora_step(copy.deepcopy(peft_model), ref.inputs)
-        else:
-            pol = fp32
-    except Exception as exc:
-        raise reference_failure("reference lora step failed", exc, "peft") from exc
-    gold = None
-    if ref._golden_model is not None:  # the architecture ran in fp64 for the forward reference
-        golden = lora_mod.golden_copy(peft_model)
-        try:
-            gold = lora_mod.lora_step(golden, ref.inputs) if golden is not None else None
-        except Exception:  # noqa: BLE001 - fp64 is a nicety; the judge falls back to the fp32 reference
-            gold = None
-    ref._cache["lora"] = {"targets": targets, "init": init, "policy": pol, "precise": ref._precise(gold, fp32)}
-    return ref._cache["lora"]
 
 
 def check_lora(ctx: CheckContext) -> judge.Verdict:
@@ -90,27 +50,6 @@ def check_lora(ctx: CheckContext) -> judge.Verdict:
 
 
 # --- sft --------------------------------------------------------------------------------------------------------
-
-
-def sft_reference(ctx: CheckContext) -> dict[str, Any]:
-    """The CPU loss curve (cached): at fp32 and at the device's policy precision, on batches padded as TRL pads
-    them for the device (``sft.device_padding``)."""
-    ref = ctx.ref
-    if "sft" not in ref._cache:
-        pad = device_padding(ctx.device.torch_device)
-        try:
-            fp32 = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True, pad_to_multiple_of=pad)
-            if ref.policy in judge.REDUCED_POLICIES:
-                with policy_mode(ref.policy):
-                    pol = sft_losses(ref.path, ref.inputs, "cpu", seed=ref.seed, reference=True,
-                                     pad_to_multiple_of=pad)
-            else:
-                pol = fp32
-        except Exception as exc:
-            raise reference_failure("reference sft run failed", exc, "trl") from exc
-        # No fp64 SFT run: the policy run is measured against the fp32 one where they differ (reference.py's rule).
-        ref._cache["sft"] = {"policy": pol, "precise": ref._precise(None, fp32), "pad_to_multiple_of": pad}
-    return ref._cache["sft"]
 
 
 def check_sft(ctx: CheckContext) -> judge.Verdict:

@@ -1,11 +1,11 @@
 """The CPU side of every check: fp32 reference runs (twice), the fp64 golden run, the policy-precision reference.
 
-Also records the architecture's op trace, and emulates the device's numerics policy on CPU (Bf16MatmulMode). Everything here runs on CPU; a failure here is ``reference_fail``.
+Also records the architecture's op trace; the device's numerics policy is emulated by ``precision_mode``. Everything
+here runs on CPU; a failure here is ``reference_fail``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import json
@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import torch
 import transformers
-from torch.nn.attention import SDPBackend, sdpa_kernel
-from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import AutoModelForCausalLM, GenerationConfig
 
 from compat.results import Status
 from worker.judge import judge
 from worker.run import inputs as input_table
+from worker.run import precision_mode
 from worker.run.optrace import OpRecorder
+from worker.run.precision_mode import policy_mode
 from worker.run.reference_cache import ReferenceCache, file_digest, key_for, tensors_spec
 
 BATCH, SEQ = 2, 16  # fixed forward inputs: small enough for tiny models, long enough to exercise masking/rope
@@ -149,48 +149,6 @@ def train_step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], device: 
     return {"loss": loss.detach().cpu().reshape(1), "grads": grads, "params": updated}
 
 
-# neuronx-cc's default `--auto-cast matmult`: TensorEngine (matrix-multiply family) ops take bf16 operands and
-# accumulate in fp32. Op -> positions of its two operands.
-MATMUL_OPERANDS: dict[str, tuple[int, int]] = {
-    "aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::addmm": (1, 2), "aten::baddbmm": (1, 2),
-    "aten::addbmm": (1, 2), "aten::matmul": (0, 1), "aten::linear": (0, 1), "aten::convolution": (0, 1),
-    "aten::_convolution": (0, 1), "aten::dot": (0, 1), "aten::mv": (0, 1), "aten::addmv": (1, 2),
-}
-
-
-class Bf16MatmulMode(TorchDispatchMode):
-    """CPU emulation of the ``bf16_matmul`` policy: fp32 matmul operands rounded to bf16, product in fp32.
-
-    Rounding operands then multiplying in fp32 is exactly "bf16 inputs, fp32 accumulation" (a bf16*bf16 product is
-    exact in fp32), so the reference carries the same rounding the policy allows and no more; outputs stay fp32,
-    unlike CPU autocast, whose bf16 outputs break models that mix dtypes (index_add, scatter).
-    """
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[override]
-        pos = MATMUL_OPERANDS.get(func._schema.name)
-        if pos is not None:
-            args = list(args)
-            for i in pos:
-                if i < len(args) and isinstance(args[i], torch.Tensor) and args[i].dtype == torch.float32:
-                    args[i] = args[i].to(torch.bfloat16).to(torch.float32)
-        return func(*args, **(kwargs or {}))
-
-
-def policy_mode(policy: str) -> contextlib.AbstractContextManager:
-    """The CPU emulation of ``policy`` (nothing for fp32): run the reference under it to match the device's rounding."""
-    return _policy_mode(policy)
-
-
-def _policy_mode(policy: str) -> contextlib.AbstractContextManager:
-    if policy not in judge.REDUCED_POLICIES:
-        return contextlib.nullcontext()
-    stack = contextlib.ExitStack()
-    # The math SDPA backend spells attention as bmm/baddbmm, so its matmuls are rounded like every other one.
-    stack.enter_context(sdpa_kernel(SDPBackend.MATH))
-    stack.enter_context(Bf16MatmulMode())
-    return stack
-
-
 @dataclass
 class Reference:
     """Everything the CPU computes for one tiny checkpoint; device checks are judged against it."""
@@ -242,6 +200,17 @@ class Reference:
             hit = None
         self.cache_status[part] = "hit" if hit is not None else "miss"
         return key, hit
+
+    def lookup_part(self, part: str, params: dict[str, Any], tensors: tuple[str, ...],
+                    meta: tuple[str, ...] = ()) -> tuple[str | None, Any]:
+        """``_lookup`` for a part computed outside this module (the lora and sft references)."""
+        return self._lookup(part, params, tensors, meta)
+
+    def store_part(self, key: str | None, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+        """Store a part under ``key`` (from ``lookup_part``). Only for a reference that passed its self-agreement
+        rule, as the forward entry: a part is never cached beside a ``reference_fail``."""
+        if key is not None and self.disk is not None and self.determinism.passed:
+            self.disk.put(key, tensors, meta)
 
     @property
     def precise_logits(self) -> torch.Tensor | None:
@@ -309,7 +278,7 @@ class Reference:
         try:
             fp32, ops = self._traced_part(lambda: train_step(copy.deepcopy(self.model), self.inputs))
             if self.policy in judge.REDUCED_POLICIES:
-                with _policy_mode(self.policy):
+                with policy_mode(self.policy):
                     pol = train_step(copy.deepcopy(self.model), self.inputs)
             else:
                 pol = fp32
@@ -337,7 +306,8 @@ def _unflatten(tensors: dict[str, torch.Tensor], prefix: str) -> dict[str, torch
 
 # The code that computes a reference is part of its key: an edit to it (or to the input table) is a new entry. Read
 # at import, so the digest is of the code this process runs.
-CODE_DIGEST = hashlib.sha256(Path(__file__).read_bytes() + Path(input_table.__file__).read_bytes()).hexdigest()
+CODE_DIGEST = hashlib.sha256(b"".join(Path(f).read_bytes() for f in (
+    __file__, input_table.__file__, precision_mode.__file__))).hexdigest()
 
 
 def _key_parts(path: Path, policy: str, seed: int, inputs: dict[str, torch.Tensor]) -> dict[str, Any] | None:
@@ -411,7 +381,7 @@ def _forward_runs(ref: Reference) -> None:
     policy_logits = run1
     if policy in judge.REDUCED_POLICIES:
         try:
-            with _policy_mode(policy):
+            with policy_mode(policy):
                 policy_logits = forward_logits(model, inputs).float()
         except Exception as exc:
             raise ReferenceFailure(f"reference {policy} forward failed: {type(exc).__name__}: {exc}") from exc

@@ -44,6 +44,12 @@ def library_versions() -> dict[str, str]:
     return {"python": _python_version(), **{name: _dist_version(name) for name in LIBRARIES}}
 
 
+def versions_of(*names: str) -> dict[str, str]:
+    """Versions of distributions a part's reference also runs beyond LIBRARIES (the sft run's accelerate): that
+    part's key names them (through ``_dist_version``, so tests patch one source)."""
+    return {name: _dist_version(name) for name in names}
+
+
 def tensor_digest(t: torch.Tensor) -> str:
     """sha256 of a tensor's dtype, shape and bytes."""
     t = t.detach().to("cpu").contiguous()

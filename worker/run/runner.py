@@ -32,7 +32,8 @@ Emit = Callable[[str, Any], None]
 
 
 # The reference part (reference_cache.py) each check consumes; the part's "hit"/"miss" goes on that check's record.
-CACHED_PART = {Check.FORWARD: "forward", Check.GENERATE: "generate", Check.TRAIN: "train"}
+CACHED_PART = {Check.FORWARD: "forward", Check.GENERATE: "generate", Check.TRAIN: "train", Check.LORA: "lora",
+               Check.SFT: "sft"}
 
 
 # (architecture, device, check) -> the `compat repro` command that rebuilds what the run built; the sweep picks

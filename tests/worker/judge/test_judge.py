@@ -110,7 +110,7 @@ def test_judge_all_first_failure_wins_and_metrics_are_prefixed() -> None:
 
 
 def test_bf16_matmul_emulation_rounds_matmul_operands_only() -> None:
-    from worker.run.reference import Bf16MatmulMode
+    from worker.run.precision_mode import Bf16MatmulMode
 
     a = torch.randn(8, 16, generator=torch.Generator().manual_seed(0))
     b = torch.randn(16, 4, generator=torch.Generator().manual_seed(1))
