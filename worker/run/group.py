@@ -32,6 +32,7 @@ import torch
 from worker.run import ranks
 
 WORLD = 2
+SERVER_PRELOAD = ("torch._dynamo", "torch._functorch.aot_autograd", "torch._dynamo.backends.common")
 # After one rank fails, how long its peer gets to reach the same error and save it before it is killed.
 PEER_GRACE_S = 5.0
 POLL_S = 0.05
@@ -62,7 +63,11 @@ def rank_env(rank: int) -> dict[str, str]:
 
 def _context() -> mp.context.BaseContext:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["worker.run.ranks"])  # imported once, in the server
+    # Imported once, in the server: the rank program, and what importing the simulated device pulls in (its torch.compile
+    # backend: dynamo and AOT Autograd, ~0.9 s that every rank of every group paid again). Not neuron_backend itself:
+    # importing it registers the device, and a CPU group in a process with `neuron` registered puts Transformers'
+    # tp_plan="auto" on it. These imports start no thread and run no kernel, so the server stays clean to fork.
+    ctx.set_forkserver_preload(["worker.run.ranks", *SERVER_PRELOAD])
     return ctx
 
 
