@@ -28,6 +28,7 @@ from compat.results import (
 )
 from compat.verdict_text import verdict_text
 from service import schemas as S
+from service import submissions as submission_rules
 from service.declared_support import declared_lists
 from service.headline import device_coverage, frac
 from service.lifecycle import reap
@@ -390,4 +391,5 @@ def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
                            created=aware(sub.created), updated=aware(sub.updated),
                            url=f"/api/v1/submissions/{sub.id}", results=results,
                            model_type=model_type if isinstance(model_type, str) else None,
-                           config_digest=sub.config_digest, notes=list(sub.notes or []), queue_position=position)
+                           config_digest=sub.config_digest, notes=list(sub.notes or []), queue_position=position,
+                           uploaded=submission_rules.uploaded(sub))

@@ -312,6 +312,7 @@ class SubmissionOut(BaseModel):
     config_digest: str | None = None  # sha256 of the canonical config the run measured
     notes: list[str] = Field(default_factory=list)  # e.g. "auto_map ignored: ...", "non-finite values kept ..."
     queue_position: int | None = None  # 1 = next to run; only while queued
+    uploaded: bool = False  # the submitter sent the config (else: the Hub id's, read by the run)
 
 
 class ErrorBody(BaseModel):

@@ -23,6 +23,9 @@ from compat.settings import Settings
 from service.models import Run, Submission
 from service.validation import InvalidInput, check_config, parse_config, validate_repo_id, validate_revision
 
+# The note a submission of a Hub id gets when its run fetched (and kept) the config: what tells a kept Hub config from
+# an upload (``uploaded``).
+HUB_CONFIG_NOTE = "config.json read from the Hub at run time, kept for `compat repro --submission`"
 TOKEN_MESSAGE = "API token missing or not valid: create one with `compat token create NAME`"
 # (model id, revision or None) -> that repo's config.json; raises when the Hub has none or cannot be reached.
 HubConfig = Callable[[str, str | None], dict[str, Any]]
@@ -94,6 +97,12 @@ class SubmissionRejected(InvalidInput):
     def __init__(self, errors: list[InvalidInput]) -> None:
         super().__init__(errors[0].field, errors[0].message)
         self.errors = errors
+
+
+def uploaded(sub: Submission) -> bool:
+    """Whether the submitter uploaded the config (alone or beside a Hub id), as opposed to one the run read from the
+    Hub and kept."""
+    return sub.config is not None and HUB_CONFIG_NOTE not in (sub.notes or [])
 
 
 def upload_read_size(settings: Settings) -> int:

@@ -24,13 +24,13 @@ from compat.results import (
 )
 from compat.settings import get_settings
 from service.store import Store
+from service.submissions import HUB_CONFIG_NOTE
 from worker.catalog.hub import code_verdict, fetch_config, resolve_endpoint
 from worker.orchestration.celery_app import SUBMISSION_TASK, client_app
 
 log = logging.getLogger(__name__)
 HUB_TIMEOUT_S = 10.0  # reading one config.json; the submitter is waiting on it when the id is checked at submit
 # Noted on a Hub submission once its config is kept on the row (the submission page tells it from an upload by it).
-HUB_CONFIG_NOTE = "config.json read from the Hub at run time, kept for `compat repro --submission`"
 
 
 class SubmissionQueue:

@@ -23,9 +23,10 @@ from cli.serve import create_app
 from compat.settings import get_settings
 from service import db
 from service.store import Store
+from service.submissions import HUB_CONFIG_NOTE
 from worker.build.tiny_config import shrink
 from worker.orchestration import submissions
-from worker.orchestration.submissions import HUB_CONFIG_NOTE, run_submission, submission_entry
+from worker.orchestration.submissions import run_submission, submission_entry
 
 # Unlike the registry's tiny Llama (hidden 64, 4 heads, silu, vocab 1024): a narrower, GELU, 500-token Llama.
 SUBMITTED = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32,
@@ -110,7 +111,8 @@ def test_a_hub_submissions_config_is_kept_so_its_repro_needs_no_hub(env: str, tm
     # The submission page still says the config came from the Hub, not from an upload.
     with TestClient(create_app()) as c:
         page = c.get(f"/submissions/{sid}").text
-    assert "org/narrow-llama" in page and "uploaded config.json" not in page
+        api = c.get(f"/api/v1/submissions/{sid}").json()
+    assert "org/narrow-llama" in page and "uploaded config.json" not in page and api["uploaded"] is False
 
 
 @pytest.mark.parametrize(("args", "expect"), [
