@@ -1,6 +1,9 @@
 """``torch.compile(model, backend="neuron")`` as documented for TorchNeuron: AOT Autograd with the core-aten
 decompositions, one compile check per lowered graph, graph breaks allowed and counted, ``dynamic=True`` refused.
 
+Static-shape graphs go through PyTorch's AOTAutograd cache (compile_cache.py): a graph Dynamo captured before is
+loaded instead of lowered again, and the compile check runs on it all the same.
+
 A graph that fails the compile check raises the typed error naming the op while TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION
 is on (the default), and runs eagerly (op by op) when it is off.
 """
@@ -11,9 +14,11 @@ import torch
 from torch._decomp import core_aten_decompositions
 from torch._dynamo import register_backend
 from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.aot_autograd import make_boxed_func
+from torch._functorch import config as functorch_config
+from torch._functorch._aot_autograd.autograd_cache import should_use_local_autograd_cache
+from torch._functorch.aot_autograd import SerializableAOTDispatchCompiler, make_boxed_func
 
-from neuron_backend import policy, stats
+from neuron_backend import compile_cache, policy, stats
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
 
@@ -55,44 +60,28 @@ def reset() -> None:
     _counts["eager_fallbacks"] = 0
 
 
-def _tensor_meta(arg) -> tuple[list, list]:
-    vals = arg if isinstance(arg, (list, tuple)) else [arg]
-    dtypes, shapes = [], []
-    for v in vals:
-        meta = getattr(v, "meta", {}).get("val") if isinstance(v, torch.fx.Node) else None
-        if isinstance(meta, torch.Tensor):
-            dtypes.append(meta.dtype)
-            shapes.append(tuple(int(s) if isinstance(s, int) else -1 for s in meta.shape))
-    return dtypes, shapes
-
-
 def check_graph(gm: torch.fx.GraphModule) -> None:
     """Raise the typed error for the first op of ``gm`` the backend cannot compile: an unsupported op or dtype, and in
     strict mode also an op without a Neuron implementation (the real backend lowers a whole graph through torch-mlir
     and StableHLO, not the eager op table, so with fallback allowed those are taken as lowered; low confidence).
     Host reads (``_local_scalar_dense``) are allowed: ``.item()`` is a graph break or a captured scalar.
     """
+    check_ops(compile_cache.graph_ops(gm))
+
+
+def check_ops(ops: list[compile_cache.GraphOp]) -> None:
+    """``check_graph`` over a graph's op list (what a cached graph keeps): the same verdicts, under today's settings."""
     autocast = policy.active().input_autocast
-    for node in gm.graph.nodes:
-        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
-            continue
-        func = node.target
-        dtypes, shapes = [], []
-        for a in list(node.args) + list(node.kwargs.values()):
-            d, s = _tensor_meta(a)
-            dtypes += d
-            shapes += s
-        dt = node.kwargs.get("dtype")
-        if isinstance(dt, torch.dtype):
-            dtypes.append(dt)
-        dtypes = [autocast.get(d, d) for d in dtypes]
+    for schema_name, overload, raw_dtypes, shapes in ops:
+        func = compile_cache.resolve(schema_name, overload)
+        dtypes = [autocast.get(d, d) for d in raw_dtypes]
         decision, cls, reason = policy._verdict(func, dtypes)
         if decision == policy.FALLBACK and not CONFIG.cpu_fallback:
             reason = f"strict mode: a compiled graph may hold no op without a Neuron implementation: {reason}"
         elif decision != policy.UNSUPPORTED:
             continue
         raise (cls or NeuronUnsupportedOpError)(
-                func._schema.name, [stats.dtype_name(d) for d in dtypes], shapes, reason)
+                func._schema.name, [stats.dtype_name(d) for d in dtypes], list(shapes), reason)
 
 
 def _shape_key(args) -> tuple:
@@ -117,20 +106,52 @@ def _per_shape(fn, symbolic: bool):
     return run
 
 
-def _compiler(gm: torch.fx.GraphModule, example_inputs):
-    symbolic = any(isinstance(x, torch.SymInt) for x in example_inputs) or any(
-        isinstance(s, torch.SymInt) for x in example_inputs if isinstance(x, torch.Tensor) for s in x.shape)
+def _accept(ops: list[compile_cache.GraphOp]) -> None:
+    """The compile check of one lowered graph and its counts: run in the compiler, or on a graph loaded from the
+    cache (compile_cache.py), so both paths give the same verdict, errors and counts."""
     try:
-        check_graph(gm)
+        check_ops(ops)
     except NeuronUnsupportedOpError:
         if disable_fallback_execution():
             raise
         _counts["eager_fallbacks"] += 1  # TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION=0: run the graph eagerly
     stats.record_graph()
-    return _per_shape(make_boxed_func(gm.forward), symbolic)
 
 
-_aot = aot_autograd(fw_compiler=_compiler, bw_compiler=_compiler, decompositions=core_aten_decompositions())
+compile_cache.on_load(_accept)
+
+
+def _symbolic(example_inputs) -> bool:
+    return any(isinstance(x, torch.SymInt) for x in example_inputs) or any(
+        isinstance(s, torch.SymInt) for x in example_inputs if isinstance(x, torch.Tensor) for s in x.shape)
+
+
+def _compiler(gm: torch.fx.GraphModule, example_inputs):
+    _accept(compile_cache.graph_ops(gm))
+    return _per_shape(make_boxed_func(gm.forward), _symbolic(example_inputs))
+
+
+def _cached_compiler(gm: torch.fx.GraphModule, example_inputs) -> compile_cache.NeuronOutputCode:
+    """``_compiler`` for a static-shape graph, in the form the AOTAutograd cache stores (no per-shape counting:
+    a static graph has one shape)."""
+    ops = compile_cache.graph_ops(gm)
+    _accept(ops)
+    return compile_cache.NeuronOutputCode(gm=gm, ops=ops)
+
+
+_DECOMPOSITIONS = core_aten_decompositions()
+_aot = aot_autograd(fw_compiler=_compiler, bw_compiler=_compiler, decompositions=_DECOMPOSITIONS)
+
+
+def _aot_cached(gm: torch.fx.GraphModule, example_inputs):
+    """The cached path (static shapes only: a shape-generic graph keeps its per-shape counting in a closure). A
+    SerializableAOTDispatchCompiler is what makes aot_module_simplified consult AOTAutogradCache; built per call
+    because AotAutograd wraps the backward compiler's function in place on every call."""
+    def serializable():
+        return SerializableAOTDispatchCompiler(compile_cache.NeuronOutputCode, _cached_compiler)
+
+    return aot_autograd(fw_compiler=serializable(), bw_compiler=serializable(),
+                        decompositions=_DECOMPOSITIONS)(gm, example_inputs)
 
 
 @register_backend(name="neuron")
@@ -142,8 +163,14 @@ def neuron(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     compile_id = ctx.compile_id if ctx is not None else None
     recompile = bool(compile_id is not None and getattr(compile_id, "frame_compile_id", 0))
     stats.record_compilation(recompile)
-    return _aot(gm, example_inputs)
+    if _symbolic(example_inputs) or not should_use_local_autograd_cache():
+        return _aot(gm, example_inputs)  # PyTorch's switches (TORCHINDUCTOR_AUTOGRAD_CACHE=0) give the uncached path
+    # The device's settings and build shape the lowered graph (AOT traces through its dispatcher): they join
+    # PyTorch's cache key as the backend id (compile_cache.py says where PyTorch reads it).
+    gm._backend_id = compile_cache.backend_id()
+    with functorch_config.patch(bundled_autograd_cache=True):
+        return _aot_cached(gm, example_inputs)
 
 
-__all__ = ["neuron", "check_graph", "compile_report", "graph_breaks", "reset", "NeuronDynamicShapesError",
+__all__ = ["neuron", "check_graph", "check_ops", "compile_report", "graph_breaks", "reset", "NeuronDynamicShapesError",
            "NeuronUnsupportedOpError", "NeuronUnsupportedDtypeError"]
