@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from bitwise import assert_same
 
 from compat.results import ArchitectureEntry, Check, ResultRecord, Status
-from compat.settings import get_settings
 from worker.build.build import build_checkpoint
 from worker.judge import judge
 from worker.run import finetune_reference, lora, reference, reference_cache, sft
@@ -19,7 +19,7 @@ from worker.run.context import CheckContext
 from worker.run.devices import resolve_device
 from worker.run.finetune_reference import lora_reference, sft_reference
 from worker.run.reference import prepare_reference
-from worker.run.reference_cache import ReferenceCache, folder_cache
+from worker.run.reference_cache import ReferenceCache
 from worker.run.runner import run_architecture
 
 LLAMA = ArchitectureEntry(name="LlamaForCausalLM", model_type="llama", rank=1)
@@ -50,16 +50,6 @@ def cache(warm_folder: Path, tmp_path: Path) -> ReferenceCache:
     return ReferenceCache(tmp_path / "cache", 1 << 30)
 
 
-@pytest.fixture
-def env_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    # tests/conftest.py turns the cache off for every test; this one turns it on, in its own folder
-    monkeypatch.setenv("COMPAT_REFERENCE_CACHE_DIR", str(tmp_path / "env-cache"))
-    monkeypatch.delenv("COMPAT_REFERENCE_CACHE", raising=False)
-    get_settings.cache_clear()
-    yield folder_cache()
-    get_settings.cache_clear()
-
-
 def _ctx(ckpt: Path, cache: ReferenceCache | None, *, seed: int = 0, device: str = "cpu") -> CheckContext:
     dev = resolve_device(device)
     return CheckContext(LLAMA.name, LLAMA.rank, dev, prepare_reference(ckpt, dev.policy, seed, cache=cache))
@@ -69,18 +59,6 @@ def _status(ckpt: Path, cache: ReferenceCache, part: str, **kw: object) -> str:
     ctx = _ctx(ckpt, cache, **kw)  # type: ignore[arg-type]
     PARTS[part](ctx)
     return ctx.ref.cache_status[part]
-
-
-def _same(a: object, b: object) -> None:
-    """Equal to the bit: tensors of one dtype and torch.equal (tolerance 0), containers walked."""
-    if isinstance(a, torch.Tensor):
-        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and set(a) == set(b)
-        for k in a:
-            _same(a[k], b[k])
-    else:
-        assert a == b
 
 
 def _metrics(records: list[ResultRecord]) -> list[tuple[str, str, dict[str, object]]]:
@@ -113,7 +91,7 @@ def test_a_hit_gives_back_the_computed_reference_bit_for_bit(ckpt: Path, cache: 
     rng = torch.get_rng_state()
     got = {part: compute(warm) for part, compute in PARTS.items()}
     assert warm.ref.cache_status == {"forward": "hit", "lora": "hit", "sft": "hit"}
-    _same(got, want)  # targets, the adapters' initial weights, fp32/policy/fp64 steps, loss curves
+    assert_same(got, want)  # targets, the adapters' initial weights, fp32/policy/fp64 steps, loss curves
     assert torch.equal(torch.get_rng_state(), rng)  # a hit draws nothing; a miss restores what it drew
 
 
@@ -220,7 +198,7 @@ def test_a_corrupt_entry_is_a_miss_and_is_rewritten(ckpt: Path, tmp_path: Path, 
     entry.write_bytes({"truncate": data[: len(data) // 2], "flip": data[:-3] + bytes([data[-3] ^ 0xFF]) + data[-2:],
                        "garbage": b"\x00not a safetensors file" * 10, "empty": b""}[damage])
     ctx = _ctx(ckpt, cache)
-    _same(PARTS[part](ctx), want)
+    assert_same(PARTS[part](ctx), want)
     assert ctx.ref.cache_status[part] == "miss"
     assert _status(ckpt, cache, part) == "hit"  # the recomputed reference replaced the damaged entry
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from bitwise import assert_same
 from typer.testing import CliRunner
 
 from cli.app import app
@@ -20,7 +21,7 @@ from worker.judge import judge
 from worker.run import reference, reference_cache
 from worker.run.devices import resolve_device
 from worker.run.reference import prepare_reference
-from worker.run.reference_cache import ReferenceCache, default_cache, folder_cache
+from worker.run.reference_cache import ReferenceCache, default_cache
 from worker.run.runner import run_architecture
 
 LLAMA = ArchitectureEntry(name="LlamaForCausalLM", model_type="llama", rank=1)
@@ -38,15 +39,6 @@ def cache(tmp_path: Path) -> ReferenceCache:
     return ReferenceCache(tmp_path / "cache", 1 << 30)
 
 
-@pytest.fixture
-def env_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("COMPAT_REFERENCE_CACHE_DIR", str(tmp_path / "env-cache"))
-    monkeypatch.delenv("COMPAT_REFERENCE_CACHE", raising=False)
-    get_settings.cache_clear()
-    yield folder_cache()
-    get_settings.cache_clear()
-
-
 def _warm(ckpt: Path, cache: ReferenceCache, **kw: object) -> None:
     ref = prepare_reference(ckpt, kw.get("policy", POLICY), kw.get("seed", 0), cache=cache)  # type: ignore[arg-type]
     assert ref.cache_status == {"forward": "miss"}
@@ -54,17 +46,6 @@ def _warm(ckpt: Path, cache: ReferenceCache, **kw: object) -> None:
 
 def _status(ckpt: Path, cache: ReferenceCache, policy: str = POLICY, seed: int = 0) -> str:
     return prepare_reference(ckpt, policy, seed, cache=cache).cache_status["forward"]
-
-
-def _same(a: object, b: object) -> None:
-    if isinstance(a, torch.Tensor):
-        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and set(a) == set(b)
-        for k in a:
-            _same(a[k], b[k])
-    else:
-        assert a == b
 
 
 def test_a_hit_gives_back_identical_results_and_trace(ckpt: Path, cache: ReferenceCache) -> None:
@@ -76,13 +57,13 @@ def test_a_hit_gives_back_identical_results_and_trace(ckpt: Path, cache: Referen
     warm = prepare_reference(ckpt, POLICY, 0, cache=cache)
     assert warm.cache_status == {"forward": "hit"}
     for ref in (cold, warm):
-        _same(ref.logits, plain.logits)
-        _same(ref.policy_logits, plain.policy_logits)
-        _same(ref.golden_logits, plain.golden_logits)
+        assert_same(ref.logits, plain.logits)
+        assert_same(ref.policy_logits, plain.policy_logits)
+        assert_same(ref.golden_logits, plain.golden_logits)
         assert ref.determinism.status == Status.PASS and ref.determinism.metrics == plain.determinism.metrics
         assert (ref._golden_model is None) == (plain._golden_model is None)
     assert warm.generation() == plain_gen
-    _same(warm.training(), plain_train)
+    assert_same(warm.training(), plain_train)
     assert warm.cache_status == {"forward": "hit", "generate": "hit", "train": "hit"}
     assert warm.ops == plain.ops  # the op trace (forward, generate, train) is cached with each part
     assert cache.info().entries == 3
@@ -171,7 +152,7 @@ def test_a_corrupt_entry_is_a_miss_and_is_rewritten(ckpt: Path, cache: Reference
                        "garbage": b"\x00not a safetensors file" * 10, "empty": b""}[damage])
     ref = prepare_reference(ckpt, "fp32", 0, cache=cache)
     assert ref.cache_status == {"forward": "miss"} and ref.determinism.passed
-    _same(ref.logits, prepare_reference(ckpt, "fp32", 0).logits)
+    assert_same(ref.logits, prepare_reference(ckpt, "fp32", 0).logits)
     assert _status(ckpt, cache, policy="fp32") == "hit"  # the recomputed reference replaced the damaged entry
 
 

@@ -1,0 +1,22 @@
+"""Fixtures of the stage-3 (run) tests: the reference cache turned on in a test's own folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from compat.settings import get_settings
+from worker.run.reference_cache import ReferenceCache, folder_cache
+
+
+@pytest.fixture
+def env_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ReferenceCache]:
+    """The cache the runner finds through the settings: tests/conftest.py turns it off for every test; this turns
+    it on, in the test's own folder."""
+    monkeypatch.setenv("COMPAT_REFERENCE_CACHE_DIR", str(tmp_path / "env-cache"))
+    monkeypatch.delenv("COMPAT_REFERENCE_CACHE", raising=False)
+    get_settings.cache_clear()
+    yield folder_cache()
+    get_settings.cache_clear()
