@@ -6,8 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 from compat.settings import get_settings
+from worker.run import reference
 from worker.run.reference_cache import ReferenceCache, folder_cache
 
 
@@ -20,3 +22,18 @@ def env_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Refer
     get_settings.cache_clear()
     yield folder_cache()
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def other_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every reference built after this sees inputs that differ from the usual ones in one token id (a cache key
+    part changed, nothing else)."""
+    make = reference.make_inputs
+
+    def other_ids(vocab: int, seed: int, config: object = None) -> dict[str, torch.Tensor]:
+        inputs = make(vocab, seed, config)
+        inputs["input_ids"] = inputs["input_ids"].clone()
+        inputs["input_ids"][0, 0] = (inputs["input_ids"][0, 0] % 500) + 1
+        return inputs
+
+    monkeypatch.setattr(reference, "make_inputs", other_ids)
