@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from compat.coverage import Blocker, FallbackOp, coverage
-from compat.results import ALL_CHECKS, Check, ResultRecord, Status, check_headline, percent
+from compat.results import ALL_CHECKS, CHECK_ORDER, Check, ResultRecord, Status, check_headline, percent
 from compat.text_cut import shorten
 
 SHORTENED = " […]"  # the mark of a shortened error; a note under the table says how to see it whole
@@ -122,8 +122,7 @@ def results_table(records: list[ResultRecord], title: str, *, full: bool = False
     one block per check (status and time, then the blocking op, then the detail, each on its own line). Under it,
     each known issue's text once (the rows refer to it by number) and, when an error was shortened (``full``
     off), where to see it whole (``whole_hint``)."""
-    order = {c: i for i, c in enumerate(ALL_CHECKS)}
-    records = sorted(records, key=lambda r: (r.device, order.get(r.check, 99)))
+    records = sorted(records, key=lambda r: (r.device, CHECK_ORDER.get(r.check, 99)))
     known = list(dict.fromkeys(r.known_issue for r in records if r.known_issue))
     devices = sorted({r.device for r in records})
     seen: dict[str, str] = {}

@@ -69,6 +69,8 @@ ALL_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, Check.COMPILE, *FINETUNE_CHECK
 NIGHTLY_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, *FINETUNE_CHECKS)
 # An architecture is *supported* on a device when these pass.
 SUPPORT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE)
+# A check's place in ALL_CHECKS: what orders checks wherever they are listed or the first failing one is chosen.
+CHECK_ORDER: dict[str, int] = {str(c): i for i, c in enumerate(ALL_CHECKS)}
 
 
 class Scope(StrEnum):

@@ -19,7 +19,7 @@ from compat.coverage import blockers as rank_blockers
 from compat.coverage import fallback_ranking
 from compat.diff import FINISHED_STATES, diff_results
 from compat.results import (
-    ALL_CHECKS,
+    CHECK_ORDER,
     FAILURE_STATUSES,
     RunKind,
     is_ranked,
@@ -54,7 +54,6 @@ from service.runs import (
 # The API's spelling of ``compat.status_filter``'s vocabulary (the matrix page accepts the same words).
 StatusFilter = StrEnum("StatusFilter", {w.upper(): w for w in (*status_filter.WORDS, *status_filter.ALIASES)})
 _ORDER = (Run.started.desc(), Run.id.desc())
-_CHECK_ORDER = {str(c): i for i, c in enumerate(ALL_CHECKS)}
 
 
 def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[Run]:
@@ -176,7 +175,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         hp.supported = is_supported_statuses(hp.statuses)
     # What blocks it: the first check, in check order, that failed on the device (``FAILURE_STATUSES``); a check
     # that ended reference_fail or harness_error says nothing about the device and is shown as its own status only.
-    failing = next((r for r in sorted(latest, key=lambda r: _CHECK_ORDER.get(str(r.check), 99))
+    failing = next((r for r in sorted(latest, key=lambda r: CHECK_ORDER.get(str(r.check), 99))
                     if r.status in FAILURE_STATUSES), None)
     return S.ArchitectureDetail(
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
@@ -219,12 +218,11 @@ def list_runs(session: Session, *, device: str | None = None, trigger: str | Non
         cond.append(Run.trigger == str(trigger))
     if state is not None:
         cond.append(Run.state == str(state))
-    is_sub = IS_SUBMISSION
-    n_sub, n_all = session.execute(select(func.sum(case((is_sub, 1), else_=0)), func.count())
+    n_sub, n_all = session.execute(select(func.sum(case((IS_SUBMISSION, 1), else_=0)), func.count())
                                    .select_from(Run).where(*cond)).one()
     kinds = {str(RunKind.SWEEP): (n_all or 0) - (n_sub or 0), str(RunKind.SUBMISSION): n_sub or 0}
     if kind is not None:
-        cond.append(is_sub if kind == RunKind.SUBMISSION else ~is_sub)
+        cond.append(IS_SUBMISSION if kind == RunKind.SUBMISSION else ~IS_SUBMISSION)
     total = kinds[str(kind)] if kind is not None else n_all or 0
     runs = session.scalars(select(Run).where(*cond).order_by(Run.started.desc(), Run.id.desc())
                            .offset((page - 1) * per_page).limit(per_page))

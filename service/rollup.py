@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from compat.results import ALL_CHECKS, SUPPORT_CHECKS, Status, is_supported_statuses
+from compat.results import CHECK_ORDER, SUPPORT_CHECKS, Status, is_supported_statuses
 from service.models import Result, Run, RunArchitecture
 
 _SUPPORT = tuple(str(c) for c in SUPPORT_CHECKS)
 _PASS = str(Status.PASS)
-_CHECK_ORDER = {str(c): i for i, c in enumerate(ALL_CHECKS)}
 
 
 @dataclass
@@ -123,7 +122,7 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
     if any(o.fallback_checks for o in out.values()):
         _add_fallback_ops(session, run_id, device, out)
     # Check order (not row order) decides which failure's op/error an architecture shows.
-    detail.sort(key=lambda r: (_CHECK_ORDER.get(r[1], len(_CHECK_ORDER)), r[1]))
+    detail.sort(key=lambda r: (CHECK_ORDER.get(r[1], len(CHECK_ORDER)), r[1]))
     for arch, _check, status, _rank, blocking_op, etype, emsg, _fb in detail:
         o = out[arch]
         if o.blocking_op is None and blocking_op:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from compat.configjson import config_digest
 from compat.settings import Settings
 from service.models import Run, Submission
+from service.runs import IS_SUBMISSION
 from service.validation import InvalidInput, check_config, parse_config, validate_repo_id, validate_revision
 
 # The note a submission of a Hub id gets when its run fetched (and kept) the config: what tells a kept Hub config from
@@ -65,7 +66,7 @@ class QueueFull(Exception):
 def _run_seconds(session: Session) -> float:
     """Mean duration of the newest finished submission runs, else ``DEFAULT_RUN_S``."""
     rows = session.execute(select(Run.started, Run.finished).where(
-        Run.trigger == "submission", Run.finished.is_not(None)).order_by(Run.started.desc()).limit(MEASURED_RUNS))
+        IS_SUBMISSION, Run.finished.is_not(None)).order_by(Run.started.desc()).limit(MEASURED_RUNS))
     spans = [(end - start).total_seconds() for start, end in rows
              if start is not None and end is not None and start.tzinfo == end.tzinfo]
     spans = [s for s in spans if s > 0]

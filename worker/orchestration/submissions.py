@@ -30,7 +30,6 @@ from worker.orchestration.celery_app import SUBMISSION_TASK, client_app
 
 log = logging.getLogger(__name__)
 HUB_TIMEOUT_S = 10.0  # reading one config.json; the submitter is waiting on it when the id is checked at submit
-# Noted on a Hub submission once its config is kept on the row (the submission page tells it from an upload by it).
 
 
 class SubmissionQueue:
