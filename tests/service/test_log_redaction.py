@@ -12,11 +12,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from served import wait_until_healthy
 from uvicorn.logging import AccessFormatter, DefaultFormatter
 
 from compat.settings import Settings
@@ -87,16 +87,7 @@ def test_the_deployed_apps_access_log_never_holds_a_token(tmp_path: Path) -> Non
                             stderr=subprocess.STDOUT, text=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the app did not start"
-            time.sleep(0.3)
+        wait_until_healthy(proc, base, "the app")
         refused = httpx.get(f"{base}/api/v1/runs", params={"token": SECRET, "Access_Token": SECRET}, timeout=10)
         assert refused.status_code == 422  # a token in the query string is refused ...
         httpx.post(f"{base}/api/v1/submissions?api_key={SECRET}", headers={"Authorization": f"Bearer {SECRET}"},

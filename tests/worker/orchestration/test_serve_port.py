@@ -7,12 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 import typer
+from served import wait_until_healthy
 
 from cli.serve import listen
 
@@ -38,16 +37,7 @@ def test_a_free_port_serves_on_the_socket_it_checked(tmp_path: Path) -> None:
     proc = subprocess.Popen([*COMPAT, "serve", "--port", str(port)], cwd=ROOT, env=_env(tmp_path),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "compat serve did not start"
-            time.sleep(0.3)
+        wait_until_healthy(proc, f"http://127.0.0.1:{port}", "compat serve")
         # While it serves, a second `compat serve` on the same port is the one-line refusal, never uvicorn's errno.
         second = subprocess.run([*COMPAT, "serve", "--port", str(port)], cwd=ROOT, env=_env(tmp_path),
                                 capture_output=True, text=True, timeout=120)
