@@ -1,7 +1,8 @@
 """Benchmark of the simulated neuron device: tiny Llama forward and 32-token greedy generate, neuron vs CPU eager.
 
 Run: .venv/bin/python bench/bench_backend.py [--repeats N] [--clock cpu]; prints ratios (median of
-alternating CPU/device pairs) and the Python overhead per dispatched op. ``--clock cpu`` times with the thread's CPU
+alternating CPU/device pairs), the Python overhead per dispatched op, and the floor: the same runs through a
+do-nothing Python wrapper subclass (unwrap, run the op, wrap), the least any Python tensor-subclass device costs. ``--clock cpu`` times with the thread's CPU
 time instead of the wall clock: on a shared box whose load exceeds its cores, wall-clock ratios swing 2-3x between
 runs, while CPU time counts only this thread's work (torch runs one intra-op thread here).
 """
@@ -27,6 +28,51 @@ def _model() -> LlamaForCausalLM:
 
 
 _CLOCK = [time.perf_counter]
+
+
+class Floor(torch.Tensor):
+    """A wrapper subclass that does nothing but unwrap, run the op on the host and wrap: the per-op floor of a
+    device written as a Python tensor subclass (no decisions, no memory accounting, no numerics)."""
+
+    @staticmethod
+    def __new__(cls, data: torch.Tensor) -> Floor:
+        t = torch.Tensor._make_wrapper_subclass(cls, data.shape, dtype=data.dtype, device=data.device,
+                                                strides=data.stride(), storage_offset=data.storage_offset())
+        t._data = data
+        return t
+
+    ops = 0  # ops dispatched, for the printout
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        cls.ops += 1
+
+        def un(a):
+            if type(a) is Floor:
+                return a._data
+            if type(a) is list or type(a) is tuple:
+                return [x._data if type(x) is Floor else x for x in a]
+            return a
+
+        out = func(*[un(a) for a in args], **({k: un(v) for k, v in kwargs.items()} if kwargs else {}))
+        if type(out) is torch.Tensor:
+            return Floor(out)
+        if type(out) is tuple or type(out) is list:
+            return type(out)(Floor(o) if type(o) is torch.Tensor else o for o in out)
+        return out
+
+
+def _floor_model() -> LlamaForCausalLM:
+    model = _model()
+    with torch.no_grad():
+        for mod in model.modules():
+            for name, p in list(mod._parameters.items()):
+                if p is not None:
+                    mod._parameters[name] = torch.nn.Parameter(Floor(p.detach()), requires_grad=False)
+            for name, b in list(mod._buffers.items()):
+                if b is not None:
+                    mod._buffers[name] = Floor(b)
+    return model
 
 
 def _once(fn) -> float:
@@ -113,6 +159,24 @@ def main() -> None:
         per_op = (t_dev - t_cpu) / ops * 1e6
         print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
               f"dispatched ops {ops:5d}  overhead {per_op:5.1f} us/op")
+    # The floor: what the same runs cost through a subclass that does nothing per op (its own op count: the host's
+    # fused SDPA is one op there, the device lowers it).
+    flo = _floor_model()
+    ids_f = Floor(ids)
+
+    def fwd_floor():
+        with torch.no_grad():
+            flo(ids_f)
+
+    def gen_floor():
+        flo.generate(ids_f, attention_mask=torch.ones_like(ids_f), **gen_kwargs)
+
+    for label, f_cpu, f_flo in (("forward", fwd_cpu, fwd_floor), (f"generate{args.new_tokens}", gen_cpu, gen_floor)):
+        t_cpu, t_flo, ratio = _paired(f_cpu, f_flo, args.repeats)
+        Floor.ops = 0
+        f_flo()
+        print(f"{'floor ' + label:>18}: cpu {t_cpu * 1e3:8.2f} ms  subclass {t_flo * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
+              f"dispatched ops {Floor.ops:5d}  (a do-nothing Python wrapper subclass)")
     # Graph capture: the compiled graph runs the lowered ops on the host data with no per-op device dispatch.
     t_cpu, t_comp, ratio = _paired(fwd_cpu, fwd_compiled, args.repeats)
     print(f"{'fwd compiled':>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_comp * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "

@@ -214,6 +214,20 @@ def dispatch(func, args, kwargs):
     return _wrap_out(func, out, args, kwargs, core)
 
 
+def decision_of(func, dtypes: list) -> int:
+    """The device's cached decision for ``func`` on inputs of ``dtypes`` (decided now if it is new)."""
+    key = (id(func), *dtypes)
+    decision = _decisions.get(key)
+    if decision is None:
+        decision = _decisions[key] = _decide(func, dtypes, (), {})
+    return decision
+
+
+def decided(func, dtypes) -> int | None:
+    """The decision already taken for ``func`` on inputs of ``dtypes``, or None if it never reached the device."""
+    return _decisions.get((id(func), *dtypes))
+
+
 def _decide(func, dtypes, args, kwargs) -> int:
     kind = autocast.kind(dtypes)
     if kind is not None:
@@ -374,10 +388,21 @@ def register_special(op, handler) -> None:
     _SPECIAL[id(op)] = handler
 
 
+# Caches built on the decisions elsewhere in the package (attention.py's plans), cleared with them.
+_ON_CLEAR: list = []
+
+
+def on_clear(fn) -> None:
+    """Call ``fn()`` whenever the decisions are forgotten (a cache derived from them must go too)."""
+    _ON_CLEAR.append(fn)
+
+
 def clear_cache() -> None:
     """Forget cached decisions (after the profile or the numerics/fallback settings change)."""
     _decisions.clear()
     _plans.clear()
+    for fn in _ON_CLEAR:
+        fn()
     policy._lowerings.clear()
     autocast.refresh(policy.active().input_autocast, CONFIG.complex_decompose)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import dispatch
+from neuron_backend import attention, dispatch
 
 aten = torch.ops.aten
 FUSED_OPS = (aten.linear.default, aten.scaled_dot_product_attention.default)
@@ -22,14 +22,29 @@ def _needs_grad(args) -> bool:
     return any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
 
 
+def _by_device(func):
+    def run(args, kwargs):
+        return dispatch.dispatch(func, args, kwargs)
+
+    return run
+
+
 def _kernel(func):
+    by_device = _by_device(func)
+
     def kernel(*args, **kwargs):
         if _needs_grad(args):
             return func.decompose(*args, **kwargs)
         # One device op, decided against the op table like any other (decomposed if the profile lacks it).
-        return dispatch.dispatch(func, args, kwargs)
+        return by_device(args, kwargs)
 
-    return kernel
+    def sdpa_kernel(*args, **kwargs):
+        if _needs_grad(args):
+            return func.decompose(*args, **kwargs)
+        # Composite on the device: its math lowering, replayed on the host data once vouched for (attention.py).
+        return attention.sdpa(args, kwargs, by_device)
+
+    return sdpa_kernel if func is attention.SDPA else kernel
 
 
 def register() -> None:
