@@ -10,10 +10,16 @@ imports per architecture on the loaded 2-core machine. Forking the warm architec
 hung in the fsdp step (cause not established; OpenMP/autograd state copied by fork is the usual suspect); the
 forkserver is single-threaded and clean. It lives as long as this process and dies with it (Pool kills a worker's
 descendants; on its own it exits when its parent's end of the pipe closes).
+
+The pair stays warm across architectures (issue 20): after a job in which both ranks answered, it waits for the next
+architecture's job instead of exiting; each job still gets its own scratch folder, FileStore, process group, logs and
+seed. Any other end (a failed check, a dead rank, the deadline) kills the pair as before and the next job starts a
+new one, so a failure never carries into another architecture; a pair is also retired after WARM_JOBS jobs.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import multiprocessing as mp
@@ -36,6 +42,9 @@ SERVER_PRELOAD = ("torch._dynamo", "torch._functorch.aot_autograd", "torch._dyna
 # After one rank fails, how long its peer gets to reach the same error and save it before it is killed.
 PEER_GRACE_S = 5.0
 POLL_S = 0.05
+# Jobs a warm pair serves before it is retired: bounds the state and memory one pair can gather across architectures
+# (decision caches, Transformers' imported model modules, allocator caches) while keeping the start cost rare.
+WARM_JOBS = 32
 
 
 @dataclass
@@ -99,9 +108,59 @@ def _kill(proc: mp.process.BaseProcess) -> None:
         proc.kill()
 
 
+class _Pair:
+    """Two warm ranks (ranks.served_main) of one device, each with its end of a pipe for jobs and answers."""
+
+    def __init__(self, device: str) -> None:
+        ctx = _context()
+        self.device = device
+        self.jobs = 0
+        self.procs: list[mp.process.BaseProcess] = []
+        self.conns: list[Any] = []
+        for rank in range(WORLD):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=ranks.served_main, name=f"compat-rank{rank}", args=(rank, child, rank_env(rank)))
+            with _children_allowed():
+                proc.start()
+            child.close()
+            self.procs.append(proc)
+            self.conns.append(parent)
+
+    def alive(self) -> bool:
+        return all(p.is_alive() for p in self.procs)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            _kill(proc)
+            proc.join()
+        for conn in self.conns:
+            conn.close()
+
+
+_PAIRS: dict[str, _Pair] = {}
+
+
+def _warm_pair(device: str) -> _Pair:
+    pair = _PAIRS.get(device)
+    if pair is None or not pair.alive():
+        if pair is not None:
+            pair.close()
+        pair = _PAIRS[device] = _Pair(device)
+    return pair
+
+
+@atexit.register
+def close_pairs() -> None:
+    """Stop every warm pair of this process (they would also exit on their own once its pipes close)."""
+    while _PAIRS:
+        _PAIRS.popitem()[1].close()
+
+
 def run_group(architecture: str, path: Path, device: str, checks: list[str], inputs: dict[str, torch.Tensor], *,
-              seed: int, deadline_s: float, group_timeout_s: float, while_running: Any = None) -> GroupRun:
-    """Run ``checks`` (fsdp, tp) for the checkpoint at ``path`` on two ranks of ``device``; never leaves a rank.
+              seed: int, deadline_s: float, group_timeout_s: float, while_running: Any = None,
+              warm: bool = True) -> GroupRun:
+    """Run ``checks`` (fsdp, tp) for the checkpoint at ``path`` on two ranks of ``device``; never leaves a rank
+    that failed, and leaves a warm pair only after a job both ranks finished (``warm=False``: fresh ranks that exit).
 
     ``while_running(procs, scratch)`` is polled while the ranks run (tests use it to kill one mid-check)."""
     scratch = Path(tempfile.mkdtemp(prefix="compat-group-"))
@@ -109,6 +168,8 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
     logs = [scratch / f"rank{r}.log" for r in range(WORLD)]
     killed: list[int] = []
     timed_out = False
+    pair: _Pair | None = None
+    answered = [False] * WORLD
     t0 = time.monotonic()
     try:
         torch.save(inputs, scratch / "inputs.pt")
@@ -116,16 +177,31 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
                 "seed": seed, "out_dir": str(scratch), "inputs": str(scratch / "inputs.pt"),
                 "store": str(scratch / "store"), "group_timeout_s": group_timeout_s}
         (scratch / "spec.json").write_text(json.dumps(spec))
-        ctx = _context()
-        for rank in range(WORLD):
-            proc = ctx.Process(target=ranks.forked_main, name=f"compat-rank{rank}",
-                               args=(rank, scratch / "spec.json", logs[rank], rank_env(rank)))
-            with _children_allowed():
-                proc.start()
-            procs.append(proc)
+        if warm:
+            pair = _warm_pair(device)
+            procs = list(pair.procs)
+            for rank, conn in enumerate(pair.conns):
+                conn.send((str(scratch / "spec.json"), str(logs[rank])))
+        else:
+            ctx = _context()
+            for rank in range(WORLD):
+                proc = ctx.Process(target=ranks.forked_main, name=f"compat-rank{rank}",
+                                   args=(rank, scratch / "spec.json", logs[rank], rank_env(rank)))
+                with _children_allowed():
+                    proc.start()
+                procs.append(proc)
         end = t0 + deadline_s
         failed_at: float | None = None
         while any(p.is_alive() for p in procs):
+            if pair is not None:
+                for rank, conn in enumerate(pair.conns):
+                    if not answered[rank] and conn.poll():
+                        try:
+                            answered[rank] = conn.recv() == "ok"
+                        except (EOFError, OSError):  # died mid-answer: its exit code tells the rest
+                            pass
+                if all(answered):
+                    break
             now = time.monotonic()
             if now > end:
                 timed_out = True
@@ -138,15 +214,30 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
                 while_running(procs, scratch)
             time.sleep(POLL_S)
     finally:
-        for rank, proc in enumerate(procs):
-            if proc.is_alive():
-                killed.append(rank)
-            _kill(proc)  # also reaches anything a finished rank left in its session
-            proc.join()
+        keep = pair is not None and all(answered) and not timed_out and pair.alive()
+        if keep:
+            pair.jobs += 1
+            returncodes = [0] * WORLD  # this job's outcome: both ranks finished it; they wait for the next one
+            if pair.jobs >= WARM_JOBS:
+                _PAIRS.pop(device, None)
+                pair.close()
+        else:
+            if pair is not None:
+                _PAIRS.pop(device, None)
+            for rank, proc in enumerate(procs):
+                if proc.is_alive() and not answered[rank]:
+                    killed.append(rank)
+                _kill(proc)  # also reaches anything a finished rank left in its session
+                proc.join()
+            if pair is not None:
+                for conn in pair.conns:
+                    conn.close()
+            # A warm rank that finished its job and was then stopped with its failed peer exited 0 for this job.
+            returncodes = [0 if answered[r] else p.exitcode for r, p in enumerate(procs)]
         results = [{c: _load(scratch / f"rank{r}-{c}.pt") for c in checks} for r in range(WORLD)]
         texts = [p.read_text(errors="replace") if p.exists() else "" for p in logs]
         shutil.rmtree(scratch, ignore_errors=True)  # the FileStore goes with it
-    return GroupRun(returncodes=[p.exitcode for p in procs], logs=texts,
+    return GroupRun(returncodes=returncodes, logs=texts,
                     results=[{c: v for c, v in r.items() if v is not None} for r in results],
                     pids=[p.pid for p in procs], timed_out=timed_out, duration_s=time.monotonic() - t0,
                     killed=killed)

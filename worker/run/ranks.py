@@ -156,17 +156,28 @@ def main(spec_path: Path) -> None:
     dist.destroy_process_group()
 
 
-def forked_main(rank: int, spec_path: Path, log: Path, env: dict[str, str]) -> None:
-    """A rank started from a forkserver (group.py): its own session, torchrun's variables, its output to ``log``;
-    exits with main's outcome (0, or non-zero with the traceback in the log)."""
+def _start_rank(env: dict[str, str]) -> None:
     os.setsid()
     process_local_bar_lock()  # this rank leaves by os._exit: a named semaphore made here would never be released
     os.environ.update(env)
     torch.set_num_threads(1)  # one intra-op thread per rank (two ranks share the machine's cores)
+
+
+def _log_to(log: Path) -> None:
+    """This rank's output (fds 1 and 2, and Python's streams) goes to ``log`` from now on."""
+    sys.stdout.flush()
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    os.close(fd)
     sys.stdout = sys.stderr = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+
+
+def forked_main(rank: int, spec_path: Path, log: Path, env: dict[str, str]) -> None:
+    """A rank started from a forkserver (group.py): its own session, torchrun's variables, its output to ``log``;
+    exits with main's outcome (0, or non-zero with the traceback in the log)."""
+    _start_rank(env)
+    _log_to(log)
     code = 0
     try:
         main(spec_path)
@@ -175,6 +186,30 @@ def forked_main(rank: int, spec_path: Path, log: Path, env: dict[str, str]) -> N
         code = 1
     sys.stdout.flush()
     os._exit(code)
+
+
+def served_main(rank: int, conn: Any, env: dict[str, str]) -> None:
+    """A warm rank (group.WarmPair): runs one job per (spec, log) received on ``conn``, answering ``"ok"`` after
+    each; a job that fails in any way ends the process as ``forked_main`` would (the launcher then replaces the
+    pair, so nothing of a failed architecture reaches the next). EOF or ``None`` on ``conn``: exit 0."""
+    _start_rank(env)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            job = None
+        if job is None:
+            os._exit(0)
+        spec_path, log = job
+        _log_to(Path(log))
+        try:
+            main(Path(spec_path))
+        except BaseException:  # noqa: BLE001 - printed to the job's log; the exit code says it failed
+            traceback.print_exc()
+            sys.stdout.flush()
+            os._exit(1)
+        sys.stdout.flush()
+        conn.send("ok")
 
 
 if __name__ == "__main__":
