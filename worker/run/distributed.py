@@ -116,11 +116,13 @@ def group_verdict(run: GroupRun, check: Check, ref: Any) -> dict[str, Any]:
             "fallback_ops": fallback}
 
 
-def run_distributed(architecture: str, ref: Any, device: str, checks: list[Check], seed: int) -> GroupRun:
-    """One group for the requested distributed checks; printed logs of every rank go to this process's output."""
+def run_distributed(architecture: str, ref: Any, device: str, checks: list[Check], seed: int, *,
+                    warm: bool = True) -> GroupRun:
+    """One group for the requested distributed checks; printed logs of every rank go to this process's output.
+    ``warm``: on this process's warm pair of ``device`` (group.py), else on two ranks that exit after it."""
     names = [str(c) for c in checks if c in DISTRIBUTED_CHECKS]
     deadline = get_settings().arch_timeout_s
     run = run_group(architecture, ref.path, device, names, ref.inputs, seed=seed, deadline_s=deadline,
-                    group_timeout_s=min(GROUP_TIMEOUT_S, deadline))
+                    group_timeout_s=min(GROUP_TIMEOUT_S, deadline), warm=warm)
     print(run.describe(), flush=True)
     return run

@@ -83,7 +83,9 @@ def cpu_group_blame(ctx: CheckContext, check: Check) -> None:
     check, cached): the single-process CPU reference passing does not show that 2 ranks can run it at all."""
     key = f"group-cpu-{check}"
     if key not in ctx.ref._cache:
-        run = run_distributed(ctx.architecture, ctx.ref, "cpu", [check], ctx.ref.seed)
+        # Not on a warm pair: this group runs only after a device failure, and an idle CPU pair kept beside the
+        # device's would count against every later task's memory limit (pool.py counts a worker's descendants).
+        run = run_distributed(ctx.architecture, ctx.ref, "cpu", [check], ctx.ref.seed, warm=False)
         ctx.ref._cache[key] = group_verdict(run, check, ctx.ref)
     cpu = ctx.ref._cache[key]
     if cpu["status"] != Status.PASS:
