@@ -181,12 +181,15 @@ def _parse(args, kwargs):
 
 
 def _structure(q, k, v, mask, dropout_p, is_causal, scale, gqa) -> tuple | None:
-    """The plan key, or None when the replay does not apply (other ranks, dropout, other dtypes, mixed cores)."""
-    if dropout_p or (scale is not None and scale < 0) or type(q) is not NeuronTensor or type(k) is not NeuronTensor or type(v) is not NeuronTensor:
+    """The plan key, or None when the replay does not apply (other ranks, dropout, other dtypes, mixed cores,
+    tracing or meta data)."""
+    if dropout_p or (scale is not None and scale < 0):
+        return None
+    if type(q) is not NeuronTensor or type(k) is not NeuronTensor or type(v) is not NeuronTensor:
         return None
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or q.dtype not in _FLOATS or not (q.dtype == k.dtype == v.dtype):
         return None
-    if q._core != k._core or q._core != v._core or type(q._data) is not _Tensor:
+    if q._core != k._core or q._core != v._core or type(q._data) is not _Tensor or q._data.is_meta:
         return None
     mask_kind = None
     if mask is not None:

@@ -29,20 +29,22 @@ def built(tmp_path_factory) -> dict:
     group.close_pairs()
 
 
-def _run(built: dict, name: str, warm: bool) -> group.GroupRun:
+def _run(built: dict, name: str, warm: bool, checks: tuple[str, ...] = ("fsdp", "tp"),
+         deadline_s: float = 240) -> group.GroupRun:
     path, inputs = built[name]
-    return group.run_group(name, path, "cpu", ["fsdp", "tp"], inputs, seed=0, deadline_s=240, group_timeout_s=60,
+    return group.run_group(name, path, "cpu", list(checks), inputs, seed=0, deadline_s=deadline_s, group_timeout_s=60,
                            warm=warm)
 
 
 def _values(run: group.GroupRun) -> list[dict]:
     assert run.returncodes == [0, 0], run.describe()
-    return [{c: r[c]["value"] for c in ("fsdp", "tp")} for r in run.results]
+    return [{c: v["value"] for c, v in r.items()} for r in run.results]
 
 
 def _same(a: list[dict], b: list[dict]) -> None:
     for ra, rb in zip(a, b, strict=True):
-        for check in ("fsdp", "tp"):
+        assert ra.keys() == rb.keys()
+        for check in ra:
             for key, value in ra[check].items():
                 if isinstance(value, torch.Tensor):
                     assert torch.equal(value, rb[check][key]), (check, key)  # same ranks' work: bitwise
@@ -55,48 +57,31 @@ def _gone(pids: list[int]) -> bool:
     return all(not psutil.pid_exists(p) or psutil.Process(p).status() == psutil.STATUS_ZOMBIE for p in pids)
 
 
-def test_a_warm_pair_serves_the_next_architecture_with_fresh_rank_results(built) -> None:
+def test_a_warm_pair_serves_the_next_architecture_with_fresh_rank_results(built, monkeypatch) -> None:
     group.close_pairs()
+    monkeypatch.setattr(group, "WARM_JOBS", 2)
     cold = _run(built, "LlamaForCausalLM", warm=False)
     first = _run(built, "LlamaForCausalLM", warm=True)
+    assert all(psutil.pid_exists(p) for p in first.pids) and _gone(cold.pids)
     second = _run(built, "LlamaForCausalLM", warm=True)
     assert second.pids == first.pids and first.pids != cold.pids  # the pair stayed up between the jobs
-    assert all(psutil.pid_exists(p) for p in second.pids) and _gone(cold.pids)
     _same(_values(cold), _values(first))
     _same(_values(cold), _values(second))
-    assert "[rank 1] tp: ok" in second.logs[1] and "fsdp" not in second.logs[1].split("init group")[0]  # its own log
+    assert "[rank 1] tp: ok" in second.logs[1] and second.logs[1].count("init group") == 1  # its own job's log
+    assert _gone(second.pids)  # WARM_JOBS reached: retired after its second job
 
 
-def test_a_failed_job_replaces_the_pair(built) -> None:
+def test_a_failed_or_late_job_replaces_the_pair(built) -> None:
     group.close_pairs()
-    before = _run(built, "LlamaForCausalLM", warm=True)
-    failed = _run(built, "GPT2LMHeadModel", warm=True)  # no tp plan: tp raises on both ranks, which exit 3
+    before = _run(built, "LlamaForCausalLM", warm=True, checks=("fsdp",))
+    failed = _run(built, "GPT2LMHeadModel", warm=True, checks=("tp",))  # no tp plan: raises on both ranks (exit 3)
     assert failed.pids == before.pids
     assert failed.returncodes == [3, 3] and not failed.timed_out, failed.describe()
     assert all(failed.results[r]["tp"]["status"] != "ok" for r in range(2))
     assert _gone(failed.pids)  # nothing of the failed architecture's processes is left
-    after = _run(built, "LlamaForCausalLM", warm=True)
-    assert set(after.pids).isdisjoint(failed.pids)
-    _same(_values(before), _values(after))
-
-
-def test_a_pair_is_retired_after_its_job_quota(built, monkeypatch) -> None:
-    group.close_pairs()
-    monkeypatch.setattr(group, "WARM_JOBS", 2)
-    one = _run(built, "LlamaForCausalLM", warm=True)
-    two = _run(built, "LlamaForCausalLM", warm=True)
-    assert one.pids == two.pids and _gone(two.pids)  # its second job was its last
-    three = _run(built, "LlamaForCausalLM", warm=True)
-    assert set(three.pids).isdisjoint(two.pids)
-    _values(three)
-
-
-def test_a_job_past_its_deadline_kills_the_pair(built) -> None:
-    group.close_pairs()
-    path, inputs = built["LlamaForCausalLM"]
-    late = group.run_group("LlamaForCausalLM", path, "cpu", ["fsdp", "tp"], inputs, seed=0, deadline_s=0.2,
-                           group_timeout_s=60, warm=True)
+    late = _run(built, "LlamaForCausalLM", warm=True, checks=("fsdp",), deadline_s=0.2)
+    assert set(late.pids).isdisjoint(failed.pids)
     assert late.timed_out and late.killed == [0, 1] and _gone(late.pids)
-    after = _run(built, "LlamaForCausalLM", warm=True)
+    after = _run(built, "LlamaForCausalLM", warm=True, checks=("fsdp",))
     assert set(after.pids).isdisjoint(late.pids)
-    _values(after)
+    _same(_values(before), _values(after))
