@@ -10,24 +10,14 @@ runs, while CPU time counts only this thread's work (torch runs one intra-op thr
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from tiny_llama import CLOCK, model, paired, runs
+from transformers import LlamaForCausalLM
 
 import neuron_backend
 from neuron_backend import dispatch
-
-
-def _model() -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    return LlamaForCausalLM(cfg).eval()
-
-
-_CLOCK = [time.perf_counter]
 
 
 class Floor(torch.Tensor):
@@ -63,34 +53,16 @@ class Floor(torch.Tensor):
 
 
 def _floor_model() -> LlamaForCausalLM:
-    model = _model()
+    m = model()
     with torch.no_grad():
-        for mod in model.modules():
+        for mod in m.modules():
             for name, p in list(mod._parameters.items()):
                 if p is not None:
                     mod._parameters[name] = torch.nn.Parameter(Floor(p.detach()), requires_grad=False)
             for name, b in list(mod._buffers.items()):
                 if b is not None:
                     mod._buffers[name] = Floor(b)
-    return model
-
-
-def _once(fn) -> float:
-    clock = _CLOCK[0]
-    t0 = clock()
-    fn()
-    return clock() - t0
-
-
-def _paired(f_cpu, f_dev, repeats: int) -> tuple[float, float, float]:
-    """Median CPU time, median device time, and the median of per-pair ratios. CPU and device runs alternate, so
-    a shift in machine speed (this shared box drifts ~1.4x within the hour) hits both sides of each ratio alike."""
-    f_cpu(), f_dev()  # warm caches (decisions, allocator)
-    cpu, dev = [], []
-    for _ in range(repeats):
-        cpu.append(_once(f_cpu))
-        dev.append(_once(f_dev))
-    return statistics.median(cpu), statistics.median(dev), statistics.median(d / c for c, d in zip(cpu, dev, strict=True))
+    return m
 
 
 def _count_ops(fn) -> int:
@@ -121,28 +93,13 @@ def main() -> None:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     args = ap.parse_args()
     if args.clock == "cpu":
-        _CLOCK[0] = time.thread_time
+        CLOCK[0] = time.thread_time
     torch.set_num_threads(1)  # the ratio should measure per-op overhead, not thread scheduling on a shared box
-    cpu = _model()
-    dev = _model().to("neuron")
+    dev = model().to("neuron")
     ids = torch.randint(0, 256, (1, 16))
     ids_n = ids.to("neuron")
-    gen_kwargs = dict(max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens, do_sample=False,
-                      pad_token_id=0)
-
-    def fwd_cpu():
-        with torch.no_grad():
-            cpu(ids)
-
-    def fwd_dev():
-        with torch.no_grad():
-            dev(ids_n)
-
-    def gen_cpu():
-        cpu.generate(ids, attention_mask=torch.ones_like(ids), **gen_kwargs)
-
-    def gen_dev():
-        dev.generate(ids_n, attention_mask=torch.ones_like(ids_n), **gen_kwargs)
+    fwd_cpu, gen_cpu = runs(model(), ids, args.new_tokens)
+    fwd_dev, gen_dev = runs(dev, ids_n, args.new_tokens)
 
     compiled = torch.compile(dev, backend="neuron")
 
@@ -154,7 +111,7 @@ def main() -> None:
     print(f"device: {info['name']} simulated={neuron_backend.SIMULATED} profile={info['profile']} "
           f"policy={neuron_backend.numerics_policy()} torch={torch.__version__} clock={args.clock}")
     for label, f_cpu, f_dev in (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev)):
-        t_cpu, t_dev, ratio = _paired(f_cpu, f_dev, args.repeats)
+        t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
         ops = _count_ops(f_dev)
         per_op = (t_dev - t_cpu) / ops * 1e6
         print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
@@ -162,23 +119,16 @@ def main() -> None:
     # The floor: what the same runs cost through a subclass that does nothing per op (its own op count: the host's
     # fused SDPA is one op there, the device lowers it).
     flo = _floor_model()
-    ids_f = Floor(ids)
-
-    def fwd_floor():
-        with torch.no_grad():
-            flo(ids_f)
-
-    def gen_floor():
-        flo.generate(ids_f, attention_mask=torch.ones_like(ids_f), **gen_kwargs)
+    fwd_floor, gen_floor = runs(flo, Floor(ids), args.new_tokens)
 
     for label, f_cpu, f_flo in (("forward", fwd_cpu, fwd_floor), (f"generate{args.new_tokens}", gen_cpu, gen_floor)):
-        t_cpu, t_flo, ratio = _paired(f_cpu, f_flo, args.repeats)
+        t_cpu, t_flo, ratio = paired(f_cpu, f_flo, args.repeats)
         Floor.ops = 0
         f_flo()
         print(f"{'floor ' + label:>18}: cpu {t_cpu * 1e3:8.2f} ms  subclass {t_flo * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
               f"dispatched ops {Floor.ops:5d}  (a do-nothing Python wrapper subclass)")
     # Graph capture: the compiled graph runs the lowered ops on the host data with no per-op device dispatch.
-    t_cpu, t_comp, ratio = _paired(fwd_cpu, fwd_compiled, args.repeats)
+    t_cpu, t_comp, ratio = paired(fwd_cpu, fwd_compiled, args.repeats)
     print(f"{'fwd compiled':>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_comp * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
           f"(torch.compile(backend='neuron') vs CPU eager; {neuron_backend.compile_stats()})")
 

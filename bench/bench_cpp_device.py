@@ -10,39 +10,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 import types
 from pathlib import Path
 
 import torch
+from tiny_llama import CLOCK, model, paired, runs
 from torch.utils.cpp_extension import load
-from transformers import LlamaConfig, LlamaForCausalLM
 
 HERE = Path(__file__).resolve().parent
-
-
-def _model() -> LlamaForCausalLM:
-    """bench_backend.py's model (not imported from there: that module imports neuron_backend, also PrivateUse1)."""
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    return LlamaForCausalLM(cfg).eval()
-
-
-def _paired(f_cpu, f_dev, repeats: int) -> tuple[float, float, float]:
-    """bench_backend.py's pairing: alternating CPU/device runs, thread CPU time, medians and the median ratio."""
-    f_cpu(), f_dev()
-    cpu, dev = [], []
-    for _ in range(repeats):
-        t0 = time.thread_time()
-        f_cpu()
-        cpu.append(time.thread_time() - t0)
-        t0 = time.thread_time()
-        f_dev()
-        dev.append(time.thread_time() - t0)
-    return statistics.median(cpu), statistics.median(dev), statistics.median(d / c for c, d in zip(cpu, dev, strict=True))
 
 
 def _device_module() -> types.ModuleType:
@@ -70,32 +47,21 @@ def main() -> None:
     torch.utils.rename_privateuse1_backend("proto")
     torch._register_device_module("proto", _device_module())
     torch.utils.generate_methods_for_privateuse1_backend()
+    CLOCK[0] = time.thread_time  # bench_backend.py's --clock cpu
     torch.set_num_threads(1)
-    cpu = _model()
-    dev = _model().to("proto")
+    cpu = model()
+    dev = model().to("proto")
     ids = torch.randint(0, 256, (1, 16))
     ids_d = ids.to("proto")
-    kw = dict(max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0)
     with torch.no_grad():
         diff = (dev(ids_d).logits.cpu() - cpu(ids).logits).abs().max().item()
     print(f"forward max |proto - cpu| = {diff:.3g} (the same CPU kernels, but SDPA takes its math path off the CPU: ~1e-7 expected)")
 
-    def fwd_cpu():
-        with torch.no_grad():
-            cpu(ids)
-
-    def fwd_dev():
-        with torch.no_grad():
-            dev(ids_d)
-
-    def gen_cpu():
-        cpu.generate(ids, attention_mask=torch.ones_like(ids), **kw)
-
-    def gen_dev():
-        dev.generate(ids_d, attention_mask=torch.ones_like(ids_d), **kw)
+    fwd_cpu, gen_cpu = runs(cpu, ids, 32)
+    fwd_dev, gen_dev = runs(dev, ids_d, 32)
 
     for label, f_cpu, f_dev in (("forward", fwd_cpu, fwd_dev), ("generate32", gen_cpu, gen_dev)):
-        t_cpu, t_dev, ratio = _paired(f_cpu, f_dev, args.repeats)
+        t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
         print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  proto {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  (cpu clock)")
 
 
