@@ -27,6 +27,9 @@ import psutil
 from worker.run.capture import captured_output, process_local_bar_lock, read_from
 
 POLL_S = 0.05  # RSS/time watch period: an allocation spike between polls is caught by the rlimit backstop
+# A descendant that names itself this (Linux comm, prctl PR_SET_NAME) holds no task's memory: a warm rank waiting
+# between architectures (worker/run/group.py). It counts again as soon as it takes a job and renames itself.
+IDLE_PROCESS_NAME = "compat-idle"
 MAX_START_FAILURES = 3  # consecutive workers dying before "ready" -> the pool gives up (broken warm-up)
 
 
@@ -338,14 +341,17 @@ def _descendants(pid: int | None) -> list[psutil.Process]:
 
 
 def tree_rss_mb(pid: int | None) -> float:
-    """Resident memory of a worker and its descendants (a task's rank processes count against its limit)."""
+    """Resident memory of a worker and its descendants (a task's rank processes count against its limit), less
+    the descendants idle between tasks (``IDLE_PROCESS_NAME``): what they hold is no architecture's."""
     total = 0.0
     try:
         procs = [psutil.Process(pid), *_descendants(pid)] if pid else []
     except psutil.Error:
         return 0.0
-    for proc in procs:
+    for i, proc in enumerate(procs):
         try:
+            if i and proc.name() == IDLE_PROCESS_NAME:
+                continue
             total += proc.memory_info().rss
         except psutil.Error:
             pass

@@ -28,10 +28,13 @@ from worker.judge.attribution import attribute, collective_of
 from worker.run.capture import process_local_bar_lock
 from worker.run.devices import process_device
 from worker.run.inputs import spec_for
+from worker.run.pool import IDLE_PROCESS_NAME
 from worker.run.reference import BATCH, LR, load_model, model_class_for
 
 WORLD = 2
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_PR_SET_NAME = 15  # linux/prctl.h: the calling thread's comm (15 bytes), what /proc/PID/comm and psutil's name() read
+BUSY_NAME = "compat-rank"
 
 
 def die_with_parent() -> None:
@@ -156,6 +159,14 @@ def main(spec_path: Path) -> None:
     dist.destroy_process_group()
 
 
+def _name_process(name: str) -> None:
+    """Set this process's comm (its main thread's name): the pool's memory watch skips a rank named idle."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+    except OSError:  # not Linux: an idle rank keeps counting in the task's memory, as a busy one does
+        pass
+
+
 def _start_rank(env: dict[str, str]) -> None:
     os.setsid()
     process_local_bar_lock()  # this rank leaves by os._exit: a named semaphore made here would never be released
@@ -189,10 +200,11 @@ def forked_main(rank: int, spec_path: Path, log: Path, env: dict[str, str]) -> N
 
 
 def served_main(rank: int, conn: Any, env: dict[str, str]) -> None:
-    """A warm rank (group.WarmPair): runs one job per (spec, log) received on ``conn``, answering ``"ok"`` after
-    each; a job that fails in any way ends the process as ``forked_main`` would (the launcher then replaces the
-    pair, so nothing of a failed architecture reaches the next). EOF or ``None`` on ``conn``: exit 0."""
+    """A warm rank (group.py's warm pair): runs one job per (spec, log) received on ``conn``, answering ``"ok"``
+    after each; a job that fails in any way ends the process as ``forked_main`` would (the launcher then replaces
+    the pair, so nothing of a failed architecture reaches the next). EOF or ``None`` on ``conn``: exit 0."""
     _start_rank(env)
+    _name_process(IDLE_PROCESS_NAME)  # between architectures its memory is no task's (pool.tree_rss_mb)
     while True:
         try:
             job = conn.recv()
@@ -200,6 +212,7 @@ def served_main(rank: int, conn: Any, env: dict[str, str]) -> None:
             job = None
         if job is None:
             os._exit(0)
+        _name_process(BUSY_NAME)
         spec_path, log = job
         _log_to(Path(log))
         try:
@@ -209,6 +222,7 @@ def served_main(rank: int, conn: Any, env: dict[str, str]) -> None:
             sys.stdout.flush()
             os._exit(1)
         sys.stdout.flush()
+        _name_process(IDLE_PROCESS_NAME)  # before answering: once the launcher has the answer, the rank is idle
         conn.send("ok")
 
 

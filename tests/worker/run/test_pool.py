@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
+import psutil
 import pytest
 
-from worker.run.pool import Pool, Task
+from worker.run.pool import Pool, Task, tree_rss_mb
 
 J = "pool_jobs"
 
@@ -105,3 +108,43 @@ def test_a_killed_task_takes_its_child_processes_with_it() -> None:
         with open(f"/proc/{child}/stat") as f:
             alive = f.read().split(")")[-1].split()[0] != "Z"
     assert not alive, f"the task's child {child} outlived the killed worker"
+
+
+_HOG = """
+import ctypes, sys, time
+hog = bytearray(200 << 20)
+hog[::4096] = b"x" * len(hog[::4096])  # touched: resident, not just mapped
+if sys.argv[1] == "idle":
+    ctypes.CDLL("libc.so.6").prctl(15, ctypes.c_char_p(b"compat-idle"), 0, 0, 0)
+print("ready", flush=True)
+time.sleep(60)
+"""
+_PARENT = """
+import subprocess, sys
+hog = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], stdout=subprocess.PIPE, text=True)
+print(hog.stdout.readline().strip(), hog.pid, flush=True)
+hog.wait()
+"""
+
+
+@pytest.mark.parametrize("name", ["busy", "idle"])
+def test_an_idle_descendant_holds_no_task_memory(name: str) -> None:
+    """A worker's descendants count in its task's RSS (a rank group's memory is the architecture's), except one
+    that names itself idle between tasks (a warm rank, worker/run/group.py)."""
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _HOG, name], stdout=subprocess.PIPE, text=True)
+    try:
+        ready, hog_pid = parent.stdout.readline().split()
+        assert ready == "ready"
+        hog_mb = psutil.Process(int(hog_pid)).memory_info().rss / 2**20
+        assert hog_mb > 200
+        total = tree_rss_mb(parent.pid)
+        own = psutil.Process(parent.pid).memory_info().rss / 2**20
+        if name == "idle":
+            assert total == pytest.approx(own, abs=5)  # only the parent: the idle hog is left out
+        else:
+            assert total >= own + 200
+    finally:
+        for proc in psutil.Process(parent.pid).children(recursive=True):
+            proc.kill()
+        parent.kill()
+        parent.wait()

@@ -14,7 +14,7 @@ import torch
 
 from worker.build.build import build_checkpoint
 from worker.catalog.catalog import registry_entries
-from worker.run import group
+from worker.run import group, pool
 from worker.run.reference import prepare_reference
 
 
@@ -63,6 +63,8 @@ def test_a_warm_pair_serves_the_next_architecture_with_fresh_rank_results(built,
     cold = _run(built, "LlamaForCausalLM", warm=False)
     first = _run(built, "LlamaForCausalLM", warm=True)
     assert all(psutil.pid_exists(p) for p in first.pids) and _gone(cold.pids)
+    # Waiting for the next job, the ranks name themselves idle: the pool's memory watch leaves them out.
+    assert [psutil.Process(p).name() for p in first.pids] == [pool.IDLE_PROCESS_NAME] * 2
     second = _run(built, "LlamaForCausalLM", warm=True)
     assert second.pids == first.pids and first.pids != cold.pids  # the pair stayed up between the jobs
     _same(_values(cold), _values(first))
