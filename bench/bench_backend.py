@@ -1,8 +1,9 @@
 """Benchmark of the simulated neuron device: tiny Llama forward and 32-token greedy generate, neuron vs CPU eager.
 
-Run: .venv/bin/python bench/bench_backend.py [--repeats N] [--clock cpu]; prints ratios (median of
-alternating CPU/device pairs), the Python overhead per dispatched op, and the floor: the same runs through a
-do-nothing Python wrapper subclass (unwrap, run the op, wrap), the least any Python tensor-subclass device costs. ``--clock cpu`` times with the thread's CPU
+Run: .venv/bin/python bench/bench_backend.py [--repeats N] [--clock cpu] [--breakdown]; prints ratios (median of
+alternating CPU/device pairs), the Python overhead per dispatched op, and the floor: the same model and device
+tensors with the device's dispatcher replaced by a do-nothing unwrap/run/wrap (same wrapper type, same ops reaching
+it), what this device would cost if its own modelled work were free. ``--clock cpu`` times with the thread's CPU
 time instead of the wall clock: on a shared box whose load exceeds its cores, wall-clock ratios swing 2-3x between
 runs, while CPU time counts only this thread's work (torch runs one intra-op thread here).
 """
@@ -10,59 +11,87 @@ runs, while CPU time counts only this thread's work (torch runs one intra-op thr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 
 import torch
 from tiny_llama import CLOCK, model, paired, runs
 from transformers import LlamaForCausalLM
 
 import neuron_backend
-from neuron_backend import dispatch
+from neuron_backend import attention, dispatch, numerics, tensor
+from neuron_backend.tensor import NeuronTensor
 
 
-class Floor(torch.Tensor):
-    """A wrapper subclass that does nothing but unwrap, run the op on the host and wrap: the per-op floor of a
-    device written as a Python tensor subclass (no decisions, no memory accounting, no numerics)."""
+def _floor_dispatch(func, args, kwargs):
+    """The device's dispatcher with the device taken out: unwrap, run the op on the host data, wrap. No decisions,
+    memory accounting, numerics or records; the same wrapper type, the same ops reaching it, the same fused kernels
+    (linear and SDPA one op each, as on the device)."""
+    _FLOOR_OPS[0] += 1
 
-    @staticmethod
-    def __new__(cls, data: torch.Tensor) -> Floor:
-        t = torch.Tensor._make_wrapper_subclass(cls, data.shape, dtype=data.dtype, device=data.device,
-                                                strides=data.stride(), storage_offset=data.storage_offset())
-        t._data = data
-        return t
+    def un(a):
+        t = type(a)
+        if t is NeuronTensor:
+            return a._data
+        if t is list or t is tuple:
+            return [x._data if type(x) is NeuronTensor else x for x in a]
+        return a
 
-    ops = 0  # ops dispatched, for the printout
-
-    @classmethod
-    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        cls.ops += 1
-
-        def un(a):
-            if type(a) is Floor:
-                return a._data
-            if type(a) is list or type(a) is tuple:
-                return [x._data if type(x) is Floor else x for x in a]
-            return a
-
-        out = func(*[un(a) for a in args], **({k: un(v) for k, v in kwargs.items()} if kwargs else {}))
-        if type(out) is torch.Tensor:
-            return Floor(out)
-        if type(out) is tuple or type(out) is list:
-            return type(out)(Floor(o) if type(o) is torch.Tensor else o for o in out)
-        return out
+    out = func(*[un(a) for a in args], **({k: un(v) for k, v in kwargs.items()} if kwargs else {}))
+    if type(out) is torch.Tensor:
+        return _floor_wrap(out)
+    if type(out) is tuple or type(out) is list:
+        return type(out)(_floor_wrap(o) if type(o) is torch.Tensor else o for o in out)
+    return out
 
 
-def _floor_model() -> LlamaForCausalLM:
-    m = model()
-    with torch.no_grad():
-        for mod in m.modules():
-            for name, p in list(mod._parameters.items()):
-                if p is not None:
-                    mod._parameters[name] = torch.nn.Parameter(Floor(p.detach()), requires_grad=False)
-            for name, b in list(mod._buffers.items()):
-                if b is not None:
-                    mod._buffers[name] = Floor(b)
-    return m
+_FLOOR_OPS = [0]
+_DEV0 = tensor.device_for(0)
+
+
+def _floor_wrap(data: torch.Tensor) -> NeuronTensor:
+    # tensor.wrap without its memory accounting
+    r = torch.Tensor._make_wrapper_subclass(NeuronTensor, data.size(), data.stride(), data.storage_offset(), None,
+                                            data.dtype, torch.strided, _DEV0)
+    r._data = data
+    r._core = 0
+    return r
+
+
+@contextlib.contextmanager
+def floor() -> Iterator[None]:
+    """The device's per-op floor: the tiny model keeps its device tensors, every op takes the do-nothing path."""
+    sdpa, device_dispatch = attention.sdpa, dispatch.dispatch
+    tensor.set_dispatch(_floor_dispatch)
+    dispatch.dispatch = _floor_dispatch  # the fused kernels' entry (fused.py looks it up per call)
+    attention.sdpa = lambda args, kwargs, by_device: by_device(args, kwargs)  # the host's own SDPA, one op
+    try:
+        yield
+    finally:
+        tensor.set_dispatch(device_dispatch)
+        dispatch.dispatch = device_dispatch
+        attention.sdpa = sdpa
+
+
+@contextlib.contextmanager
+def without(part: str) -> Iterator[None]:
+    """The device with one modelled part switched off, to size what it costs (--breakdown; verdicts are not the
+    point here, only time)."""
+    saved = (tensor._track, attention._track, numerics._round_bf16)
+    if "memory accounting" in part:
+        tensor._track = attention._track = lambda *a: None
+    if "bf16 operand rounding" in part:
+        numerics._round_bf16 = lambda t: t
+    try:
+        yield
+    finally:
+        tensor._track, attention._track, numerics._round_bf16 = saved
+
+
+def fwd_logits(m: LlamaForCausalLM, ids: torch.Tensor) -> torch.Tensor:
+    out = m(ids).logits
+    return out._data if type(out) is NeuronTensor else out
 
 
 def _count_ops(fn) -> int:
@@ -72,8 +101,6 @@ def _count_ops(fn) -> int:
     def counting(func, args, kwargs):
         n[0] += 1
         return orig(func, args, kwargs)
-
-    from neuron_backend import tensor
 
     # Both entries into the device: the tensor's __torch_dispatch__ and the fused kernels (fused.py).
     tensor.set_dispatch(counting)
@@ -91,6 +118,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    ap.add_argument("--breakdown", action="store_true", help="also time the device with its memory accounting, "
+                    "its bf16 operand rounding, then both, switched off")
     args = ap.parse_args()
     if args.clock == "cpu":
         CLOCK[0] = time.thread_time
@@ -98,7 +127,8 @@ def main() -> None:
     dev = model().to("neuron")
     ids = torch.randint(0, 256, (1, 16))
     ids_n = ids.to("neuron")
-    fwd_cpu, gen_cpu = runs(model(), ids, args.new_tokens)
+    cpu_model = model()
+    fwd_cpu, gen_cpu = runs(cpu_model, ids, args.new_tokens)
     fwd_dev, gen_dev = runs(dev, ids_n, args.new_tokens)
 
     compiled = torch.compile(dev, backend="neuron")
@@ -116,17 +146,25 @@ def main() -> None:
         per_op = (t_dev - t_cpu) / ops * 1e6
         print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
               f"dispatched ops {ops:5d}  overhead {per_op:5.1f} us/op")
-    # The floor: what the same runs cost through a subclass that does nothing per op (its own op count: the host's
-    # fused SDPA is one op there, the device lowers it).
-    flo = _floor_model()
-    fwd_floor, gen_floor = runs(flo, Floor(ids), args.new_tokens)
-
-    for label, f_cpu, f_flo in (("forward", fwd_cpu, fwd_floor), (f"generate{args.new_tokens}", gen_cpu, gen_floor)):
-        t_cpu, t_flo, ratio = paired(f_cpu, f_flo, args.repeats)
-        Floor.ops = 0
-        f_flo()
-        print(f"{'floor ' + label:>18}: cpu {t_cpu * 1e3:8.2f} ms  subclass {t_flo * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
-              f"dispatched ops {Floor.ops:5d}  (a do-nothing Python wrapper subclass)")
+    parts = ("memory accounting", "bf16 operand rounding", "memory accounting and bf16 operand rounding")
+    for part in parts if args.breakdown else ():
+        with without(part):
+            for label, f_cpu, f_dev in (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev)):
+                t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
+                print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
+                      f"without {part}")
+    # The floor: the same model, inputs and device tensors with every op on the do-nothing path (floor()). What the
+    # device adds above it is its own modelled work (decisions, memory accounting, bf16 operand rounding, records).
+    with floor():
+        with torch.no_grad():  # the floor must compute what the CPU computes (it models no numerics)
+            diff = (fwd_logits(dev, ids_n) - fwd_logits(cpu_model, ids)).abs().max().item()
+        for label, f_cpu, f_flo in (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev)):
+            t_cpu, t_flo, ratio = paired(f_cpu, f_flo, args.repeats)
+            _FLOOR_OPS[0] = 0
+            f_flo()
+            print(f"{'floor ' + label:>18}: cpu {t_cpu * 1e3:8.2f} ms  floor  {t_flo * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
+                  f"dispatched ops {_FLOOR_OPS[0]:5d}  (the device's dispatcher replaced by unwrap/run/wrap)")
+    print(f"{'':>18}  floor forward logits vs CPU: max abs diff {diff:.1e}")
     # Graph capture: the compiled graph runs the lowered ops on the host data with no per-op device dispatch.
     t_cpu, t_comp, ratio = paired(fwd_cpu, fwd_compiled, args.repeats)
     print(f"{'fwd compiled':>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_comp * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
