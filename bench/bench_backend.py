@@ -24,11 +24,39 @@ from neuron_backend import attention, dispatch, numerics, tensor
 from neuron_backend.tensor import NeuronTensor
 
 
+@contextlib.contextmanager
+def _dispatching(fn) -> Iterator[None]:
+    """Every device op through ``fn(func, args, kwargs)``: both entries into the device, the tensor's
+    __torch_dispatch__ and the fused kernels (fused.py looks ``dispatch.dispatch`` up per call)."""
+    orig = dispatch.dispatch
+    tensor.set_dispatch(fn)
+    dispatch.dispatch = fn
+    try:
+        yield
+    finally:
+        tensor.set_dispatch(orig)
+        dispatch.dispatch = orig
+
+
+@contextlib.contextmanager
+def without(memory: bool, rounding: bool) -> Iterator[None]:
+    """The device with its memory accounting and/or its bf16 operand rounding switched off, to size what each costs
+    (--breakdown and the floor; verdicts are not the point here, only time)."""
+    saved = (tensor._track, attention._track, numerics._round_bf16)
+    if memory:
+        tensor._track = attention._track = lambda *a: None
+    if rounding:
+        numerics._round_bf16 = lambda t: t
+    try:
+        yield
+    finally:
+        tensor._track, attention._track, numerics._round_bf16 = saved
+
+
 def _floor_dispatch(func, args, kwargs):
-    """The device's dispatcher with the device taken out: unwrap, run the op on the host data, wrap. No decisions,
-    memory accounting, numerics or records; the same wrapper type, the same ops reaching it, the same fused kernels
-    (linear and SDPA one op each, as on the device)."""
-    _FLOOR_OPS[0] += 1
+    """The device's dispatcher with the device taken out: unwrap, run the op on the host data, wrap (tensor.wrap,
+    its memory accounting off under floor()). No decisions, numerics or records; the same wrapper type, the same
+    ops reaching it, the same fused kernels (linear and SDPA one op each, as on the device)."""
 
     def un(a):
         t = type(a)
@@ -40,53 +68,22 @@ def _floor_dispatch(func, args, kwargs):
 
     out = func(*[un(a) for a in args], **({k: un(v) for k, v in kwargs.items()} if kwargs else {}))
     if type(out) is torch.Tensor:
-        return _floor_wrap(out)
+        return tensor.wrap(out, 0)
     if type(out) is tuple or type(out) is list:
-        return type(out)(_floor_wrap(o) if type(o) is torch.Tensor else o for o in out)
+        return type(out)(tensor.wrap(o, 0) if type(o) is torch.Tensor else o for o in out)
     return out
-
-
-_FLOOR_OPS = [0]
-_DEV0 = tensor.device_for(0)
-
-
-def _floor_wrap(data: torch.Tensor) -> NeuronTensor:
-    # tensor.wrap without its memory accounting
-    r = torch.Tensor._make_wrapper_subclass(NeuronTensor, data.size(), data.stride(), data.storage_offset(), None,
-                                            data.dtype, torch.strided, _DEV0)
-    r._data = data
-    r._core = 0
-    return r
 
 
 @contextlib.contextmanager
 def floor() -> Iterator[None]:
     """The device's per-op floor: the tiny model keeps its device tensors, every op takes the do-nothing path."""
-    sdpa, device_dispatch = attention.sdpa, dispatch.dispatch
-    tensor.set_dispatch(_floor_dispatch)
-    dispatch.dispatch = _floor_dispatch  # the fused kernels' entry (fused.py looks it up per call)
+    sdpa = attention.sdpa
     attention.sdpa = lambda args, kwargs, by_device: by_device(args, kwargs)  # the host's own SDPA, one op
     try:
-        yield
+        with without(memory=True, rounding=True), _dispatching(_floor_dispatch):
+            yield
     finally:
-        tensor.set_dispatch(device_dispatch)
-        dispatch.dispatch = device_dispatch
         attention.sdpa = sdpa
-
-
-@contextlib.contextmanager
-def without(part: str) -> Iterator[None]:
-    """The device with one modelled part switched off, to size what it costs (--breakdown; verdicts are not the
-    point here, only time)."""
-    saved = (tensor._track, attention._track, numerics._round_bf16)
-    if "memory accounting" in part:
-        tensor._track = attention._track = lambda *a: None
-    if "bf16 operand rounding" in part:
-        numerics._round_bf16 = lambda t: t
-    try:
-        yield
-    finally:
-        tensor._track, attention._track, numerics._round_bf16 = saved
 
 
 def fwd_logits(m: LlamaForCausalLM, ids: torch.Tensor) -> torch.Tensor:
@@ -95,21 +92,16 @@ def fwd_logits(m: LlamaForCausalLM, ids: torch.Tensor) -> torch.Tensor:
 
 
 def _count_ops(fn) -> int:
+    """Device ops ``fn`` dispatches, through whichever dispatcher is installed (the device's, or the floor's)."""
     n = [0]
-    orig = dispatch.dispatch
+    inner = dispatch.dispatch
 
     def counting(func, args, kwargs):
         n[0] += 1
-        return orig(func, args, kwargs)
+        return inner(func, args, kwargs)
 
-    # Both entries into the device: the tensor's __torch_dispatch__ and the fused kernels (fused.py).
-    tensor.set_dispatch(counting)
-    dispatch.dispatch = counting
-    try:
+    with _dispatching(counting):
         fn()
-    finally:
-        tensor.set_dispatch(orig)
-        dispatch.dispatch = orig
     return n[0]
 
 
@@ -140,16 +132,18 @@ def main() -> None:
     info = neuron_backend.device_info()
     print(f"device: {info['name']} simulated={neuron_backend.SIMULATED} profile={info['profile']} "
           f"policy={neuron_backend.numerics_policy()} torch={torch.__version__} clock={args.clock}")
-    for label, f_cpu, f_dev in (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev)):
+    pairs = (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev))
+    for label, f_cpu, f_dev in pairs:
         t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
         ops = _count_ops(f_dev)
         per_op = (t_dev - t_cpu) / ops * 1e6
         print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
               f"dispatched ops {ops:5d}  overhead {per_op:5.1f} us/op")
-    parts = ("memory accounting", "bf16 operand rounding", "memory accounting and bf16 operand rounding")
-    for part in parts if args.breakdown else ():
-        with without(part):
-            for label, f_cpu, f_dev in (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev)):
+    parts = {"memory accounting": (True, False), "bf16 operand rounding": (False, True),
+             "memory accounting and bf16 operand rounding": (True, True)}
+    for part, (memory, rounding) in parts.items() if args.breakdown else ():
+        with without(memory, rounding):
+            for label, f_cpu, f_dev in pairs:
                 t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
                 print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
                       f"without {part}")
@@ -158,12 +152,10 @@ def main() -> None:
     with floor():
         with torch.no_grad():  # the floor must compute what the CPU computes (it models no numerics)
             diff = (fwd_logits(dev, ids_n) - fwd_logits(cpu_model, ids)).abs().max().item()
-        for label, f_cpu, f_flo in (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev)):
+        for label, f_cpu, f_flo in pairs:
             t_cpu, t_flo, ratio = paired(f_cpu, f_flo, args.repeats)
-            _FLOOR_OPS[0] = 0
-            f_flo()
             print(f"{'floor ' + label:>18}: cpu {t_cpu * 1e3:8.2f} ms  floor  {t_flo * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
-                  f"dispatched ops {_FLOOR_OPS[0]:5d}  (the device's dispatcher replaced by unwrap/run/wrap)")
+                  f"dispatched ops {_count_ops(f_flo):5d}  (the device's dispatcher replaced by unwrap/run/wrap)")
     print(f"{'':>18}  floor forward logits vs CPU: max abs diff {diff:.1e}")
     # Graph capture: the compiled graph runs the lowered ops on the host data with no per-op device dispatch.
     t_cpu, t_comp, ratio = paired(fwd_cpu, fwd_compiled, args.repeats)
