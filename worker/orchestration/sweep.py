@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import transformers
 
+from compat.checks import RUN_ORDER
 from compat.lifecycle import HEARTBEAT_S
 from compat.results import (
     ArchitectureEntry,
@@ -41,7 +42,6 @@ from worker.orchestration.executors import (
     resolve_runner,
 )
 from worker.run.capture import attach_log
-from worker.run.checks import RUN_ORDER
 from worker.run.devices import Device, device_versions
 from worker.run.pool import Outcome, Pool, Task, check_memory_limit
 from worker.run.runner import ARCH_THREADS, ReproFn, repro_command, run_architecture, submission_repro
