@@ -10,8 +10,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from compat.results import FAILURE_STATUSES, ResultRecord, Status
-
-FINISHED_STATES = ("complete", "incomplete")  # a run that closed (interrupted is not finished: it can be resumed)
+from compat.states import FINISHED_STATES, RunState  # noqa: F401 - FINISHED_STATES re-exported
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,7 @@ def gate(diff: RunDiff, *, state: str, planned: int, missing: int, fail_on_regre
     reports (exit 0)."""
     lines = [format_diff(diff)]
     failed = bool(diff.regressions)
-    if state != "complete":
+    if state != RunState.COMPLETE:
         lines.insert(0, f"run {diff.current_run} is {state}: {missing} of {planned} planned result(s) missing")
         failed = True
     return GateVerdict(int(fail_on_regression and failed), lines)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from compat.diff import FINISHED_STATES
 from compat.results import Provenance, ResultRecord, Scope, Trigger, is_ranked, scope_label
+from compat.states import FINISHED_STATES
 from service.lifecycle import reap
 from service.models import Device, PlannedResult, Result, Run, RunArchitecture
 from service.records import checked_fields, from_columns, row_to_record, select_columns
