@@ -41,6 +41,7 @@ from service.models import (
 )
 from service.records import aware, record_to_row, row_to_record
 from service.rollup import run_counts
+from service.run_fields import RUN_CATALOG_COLUMNS, catalog_columns, provenance_columns
 
 RESULT_KEY = ("run_id", "architecture", "device", "check")
 
@@ -115,10 +116,7 @@ class Store:
                     id=run.id, trigger=str(run.trigger), device=dev.name, catalog_source=run.catalog_source,
                     snapshot_id=run.snapshot_id, versions=run.versions, checks=[str(c) for c in run.checks],
                     device_info=dev.model_dump(mode="json"), started=run.started, finished=run.finished,
-                    state=RunState.RUNNING.value, submission_id=prov.submission_id if prov else None,
-                    submitted_model_id=prov.model_id if prov else None,
-                    submitted_revision=prov.revision if prov else None,
-                    config_digest=prov.config_digest if prov else None, scope=str(run.scope),
+                    state=RunState.RUNNING.value, **provenance_columns(prov), scope=str(run.scope),
                     owner_host=this_host() if owned else None, owner_pid=os.getpid() if owned else None,
                     heartbeat=now,
                 ))
@@ -126,14 +124,9 @@ class Store:
             if run.trigger != Trigger.SUBMISSION:
                 # The catalog row is the sweeps' (rank, downloads, representative from the Hub); a submission's
                 # entry (rank 1, whatever id was sent) lives on its run (run_architectures) and its submission only.
-                _upsert(s, Architecture, [{
-                    "name": a.name, "model_type": a.model_type, "rank": a.rank, "downloads": a.downloads,
-                    "representative": a.representative, "remote_code": a.remote_code,
-                } for a in architectures], ["name"])
-            _upsert(s, RunArchitecture, [{
-                "run_id": run.id, "architecture": a.name, "rank": a.rank, "model_type": a.model_type,
-                "representative": a.representative, "remote_code": a.remote_code, "downloads": a.downloads,
-            } for a in architectures], ["run_id", "architecture"])
+                _upsert(s, Architecture, [catalog_columns(a) for a in architectures], ["name"])
+            _upsert(s, RunArchitecture, [{"run_id": run.id, **catalog_columns(a, RUN_CATALOG_COLUMNS)}
+                                         for a in architectures], ["run_id", "architecture"])
             keys = sorted({(a, d, str(c)) for a, d, c in planned})
             _upsert(s, PlannedResult, [
                 {"run_id": run.id, "architecture": a, "device": d, "check": c} for a, d, c in keys
