@@ -146,7 +146,7 @@ def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, 
         found = chains.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
                               progress=lambda label, done, _total: bar.update(done, label))
     for u in rank(found).unlock_sets[:3]:
-        console.print(u.message, highlight=False, soft_wrap=True)
+        console.print(u.message, highlight=False)
 
 
 def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,

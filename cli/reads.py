@@ -129,12 +129,12 @@ def blockers(*, device: str | None, json_path: Path | None, top: int, run_id: st
     else:
         console.print(blockers_table(found.items, top))
         for u in found.unlock_sets[:top or None][:5]:
-            console.print(u.message, highlight=False, soft_wrap=True)
+            console.print(u.message, highlight=False)
         if not found.measured:
             for b in found.items[:3]:
-                console.print(b.message, highlight=False, soft_wrap=True)
+                console.print(b.message, highlight=False)
         console.print(chains_table(found.chains, top))
-        console.print(found.note, highlight=False, soft_wrap=True)
+        console.print(found.note, highlight=False)
     if found.fallback:
         console.print(fallback_table(found.fallback, top))
         # Only ops that alone take an architecture off the CPU earn a sentence; the table lists the rest.
