@@ -2,8 +2,9 @@
 
 The read rules (docs/ARCHITECTURE.md, "Read rules") are applied here and nowhere else: which run (latest, headline,
 baseline) is ``service.runs``; one run's headline (with its range across decisions) is ``service.headline``;
-supported, blockers/unlocks, ops on the CPU and regressions are the pure rules of ``compat.results``,
-``compat.decisions`` and ``compat.diff``. Reads first mark runs whose owner is lost ``interrupted``
+supported, what blocks an architecture, ops on the CPU and regressions are the pure rules of ``compat.results``,
+``compat.blocking``, ``compat.decisions`` and ``compat.diff``; blockers, chains and unlocks (``compat.chains``) are
+read by ``service.blockers``. Reads first mark runs whose owner is lost ``interrupted``
 (``service.lifecycle.reap``), so no page shows a dead run as in progress.
 """
 
