@@ -128,7 +128,7 @@ def blockers(*, device: str | None, json_path: Path | None, top: int, run_id: st
         console.print("no blocking ops: nothing failed on an identifiable op")
     else:
         console.print(blockers_table(found.items, top))
-        for u in found.unlock_sets[:top or None][:5]:
+        for u in found.unlock_sets[:5]:  # the table and the chains list the rest
             console.print(u.message, highlight=False)
         if not found.measured:
             for b in found.items[:3]:
