@@ -93,7 +93,11 @@ def _stored_blockers(device: str | None, run_id: str | None) -> S.Blockers | Non
     with _store_or_fail(f" on {device}" if device else "").session() as s:
         try:
             return queries.blockers(s, device=device, run_id=run_id)
-        except queries.NotFound:
+        except queries.NotFound as exc:
+            if run_id is None and "no finished full run" in str(exc):
+                # A --arch/--limit sweep is a selection, never the headline: name the way to read it.
+                raise fail(f"{exc} (a --arch or --limit sweep is a selection, never the headline): "
+                           "read one run with `compat blockers --run ID` (ids: `compat runs list`)", 1) from None
             return None
 
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from cli.console import console
 from compat.chains import Chain, ChainEnd, Link
-from compat.results import Check, ResultRecord, Status
+from compat.results import Check, ResultRecord, Scope, Status
 from compat.settings import get_settings
 from service.store import Store
 
@@ -84,3 +84,24 @@ def test_stored_chains_give_the_same_unlocks_on_the_api_the_page_and_the_cli(
     assert re.findall(r'data-unlock-set="([^"]+)" data-unlocks="(\d+)"', page) == [
         ("aten::sort", "1"), ("aten::sort + aten::_grouped_mm", "1")]
     assert LLAMA not in [c["architecture"] for c in got["chains"]]
+
+
+def test_blockers_after_a_selection_sweep_names_the_run_option(sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    # `compat sweep --arch A --arch B` is a selection, never the headline: `compat blockers` says how to read it.
+    store = Store(sqlite_url)
+    run = make_run("neuron").model_copy(update={"scope": Scope.SELECTION})
+    recs = _records()
+    store.start_run(run, ARCHS, [r.key for r in recs])
+    store.add_results(run.id, recs)
+    store.finish_run(run.id)
+    monkeypatch.setenv("COMPAT_DATABASE_URL", sqlite_url)
+    monkeypatch.setattr(console, "width", 200)
+    get_settings.cache_clear()
+    try:
+        headline = CliRunner().invoke(app, ["blockers", "--device", "neuron"])
+        one = CliRunner().invoke(app, ["blockers", "--run", run.id])
+    finally:
+        get_settings.cache_clear()
+    assert headline.exit_code == 1 and "compat blockers --run ID" in " ".join(headline.output.split())
+    assert one.exit_code == 0 and "only the first blocker is known" in " ".join(one.output.split()), one.output
