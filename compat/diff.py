@@ -153,8 +153,8 @@ def format_diff(diff: RunDiff) -> str:
     base = diff.baseline_run or "(none)"
     rerun = f" (re-run {diff.rerun_run})" if diff.rerun_run else ""
     lines = [f"run {diff.current_run} vs baseline {base}: {len(diff.regressions)} regression(s) in "
-             f"{len(diff.regressed_architectures)} architecture(s), {len(diff.flaky)} flaky{rerun}, "
-             f"{len(diff.fixes)} fix(es), {len(diff.missing)} missing, {len(diff.other)} other change(s); "
+             f"{len(diff.regressed_architectures)} architecture(s), {len(diff.fixes)} fix(es), "
+             f"{len(diff.missing)} missing, {len(diff.other)} other change(s); {len(diff.flaky)} flaky{rerun}; "
              f"{len(diff.moved)} determinant(s) moved"]
     lines += [f"moved      {m.line()}" for m in diff.moved]
     lines += [f"REGRESSION {c.line()}" for c in diff.regressions]

@@ -30,8 +30,8 @@ def normalise(message: str | None, architecture: str | None = None) -> str:
     """The first non-empty line of ``message`` with what varies between occurrences replaced: hex addresses,
     paths, free-standing numbers, the architecture's own name (``<arch>``)."""
     line = next((ln.strip() for ln in (message or "").splitlines() if ln.strip()), "")
-    if architecture:
-        line = line.replace(architecture, "<arch>")
+    if architecture:  # as a whole word: a short name must not eat into an error code
+        line = re.sub(rf"(?<!\w){re.escape(architecture)}(?!\w)", "<arch>", line)
     for pattern, repl in _RULES:
         line = pattern.sub(repl, line)
     line = line.strip()
