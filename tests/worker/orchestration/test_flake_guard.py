@@ -17,12 +17,15 @@ from fake_runner import write_plan
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from cli import commands
 from cli.app import app
 from cli.console import console
 from cli.serve import create_app
+from compat.results import ResultRecord, Status
 from compat.settings import get_settings
 from service import queries
 from service.store import Store
+from worker.orchestration import executors
 
 LLAMA, GPT2 = "LlamaForCausalLM", "GPT2LMHeadModel"
 SORT = "aten::sort (Int)"
@@ -111,3 +114,42 @@ def test_flaky_alone_passes_the_gate(env: Path) -> None:
                             "--baseline", base, "--fail-on-regression")
     assert code == 0, out
     assert "0 regression(s)" in out and "1 flaky" in out
+
+
+class Cluster:
+    """Stands in for CeleryExecutor (as in test_gate.py): stores what the workers would. The original run's
+    GPT2 generate fails; on the flake guard's re-run (a plan whose run is ``rerun_of`` another) it passes."""
+
+    plans: list = []
+
+    def __init__(self, _app: object) -> None:
+        pass
+
+    def run(self, store, plan, on_progress=None):  # noqa: ANN001, ANN201
+        Cluster.plans.append(plan)
+        run_id = executors.start(store, plan)
+        fail = plan.run.rerun_of is None and len(Cluster.plans) > 1
+        store.add_results(run_id, [ResultRecord(
+            architecture=e.name, rank=e.rank, device=plan.device, check=c,
+            status=Status.UNSUPPORTED_OP if fail and (e.name, str(c)) == (GPT2, "generate") else Status.PASS)
+            for e in plan.entries for c in plan.checks])
+        return executors.finalize(store, run_id, plan.device, str(plan.run.trigger))
+
+
+def test_on_the_broker_the_rerun_is_a_linked_run_of_tasks(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMPAT_BROKER_URL", "redis://127.0.0.1:1/0")
+    get_settings.cache_clear()
+    monkeypatch.setattr(commands, "CeleryExecutor", Cluster)
+    monkeypatch.setattr(commands, "make_app", lambda settings: None)
+    Cluster.plans = []
+    args = ["sweep", "--broker", "--device", "cpu", "--source", "registry", "--arch", LLAMA, "--arch", GPT2,
+            "--trigger", "nightly", "--baseline", "last-nightly", "--fail-on-regression"]
+    assert runner.invoke(app, args).exit_code == 0
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    rerun_plan = Cluster.plans[-1]
+    original = Cluster.plans[-2].run.id
+    assert rerun_plan.run.rerun_of is not None and [e.name for e in rerun_plan.entries] == [GPT2]
+    assert [str(c) for c in rerun_plan.checks] == ["load", "generate"] and str(rerun_plan.run.scope) == "selection"
+    assert f"flaky      {GPT2} [cpu] generate: pass -> unsupported_op  [re-run: pass]" in res.output.splitlines()
+    assert Store().rerun_id(rerun_plan.run.rerun_of) == rerun_plan.run.id and rerun_plan.run.rerun_of == original
