@@ -82,8 +82,13 @@ def regression_gate(store: RunStore, run_id: str, device: str, baseline: str,
     spec = parse_baseline(baseline)
     baseline_id = find_baseline(store, spec, device, run_id)
     diff = stored_diff(store, run_id, baseline_id)
+    note = None
     if diff.regressions and rerun is not None and store.rerun_id(run_id) is None:
-        rerun(diff)
+        try:
+            rerun(diff)
+        except Exception as exc:  # noqa: BLE001 - a re-run that cannot run confirms nothing: every regression counts
+            note = f"flake guard: the re-run failed ({type(exc).__name__}: {exc}); every regression counts"
         diff = stored_diff(store, run_id, baseline_id)
     state, planned, missing = store.run_state(run_id)
-    return gate(diff, state=state, planned=planned, missing=missing, fail_on_regression=fail_on_regression)
+    verdict = gate(diff, state=state, planned=planned, missing=missing, fail_on_regression=fail_on_regression)
+    return GateVerdict(verdict.code, [note, *verdict.lines]) if note else verdict
