@@ -101,6 +101,9 @@ def test_a_failure_that_passes_on_its_rerun_is_flaky_and_only_confirmed_regressi
         assert page.status_code == 200
         assert re.search(r'<h2 id="flaky">Flaky <span class="pill">1</span>', page.text)
         assert f'href="/runs/{rerun}"' in page.text and "data-signature" in page.text
+        linked = client.get(f"/runs/{rerun}").text
+        assert "data-rerun-of" in linked and f'href="/runs/{run}"' in linked
+        assert f'href="/runs/{rerun}"' in client.get(f"/runs/{run}").text
         api = client.get(f"/api/v1/diff?a={base}&b={run}")
         assert api.status_code == 200 and api.json()["flaky_checks"] == 1
         assert api.json()["regressed"][0]["rerun"] == "unsupported_op"
