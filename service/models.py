@@ -106,6 +106,9 @@ class Run(Base):
     determinants: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The flake guard's re-run of that run's regressed keys (0012); the original is kept as it was.
     rerun_of: Mapped[str | None] = mapped_column(String(64), index=True)
+    # Blocker chains (0015): compat.chains.Chain.model_dump() per architecture failing at an op, measured by moving
+    # its blocking ops to the CPU fallback (Store.set_chains); None = not measured (only first blockers known).
+    chains: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
 
     __table_args__ = (Index("ix_runs_device_started", "device", "started"),
                       Index("ix_runs_identity_started", "identity", "started"))

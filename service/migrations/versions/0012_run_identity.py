@@ -5,7 +5,7 @@ and an unknown moves nothing); the flake guard's link from a re-run to the run i
 item 1).
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0015
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0009"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
