@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from compat.text_cut import shorten
+from compat.wording import plural
 from dashboards.status_style import legend, status_cell, style_for
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -78,7 +79,7 @@ def _build_env() -> Environment:
         lstrip_blocks=True,
         auto_reload=False,  # templates ship with the package; skip the per-render mtime check
     )
-    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text)
+    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text, plural=plural)
     env.globals.update(status_cell=status_cell, style_for=style_for, status_legend=legend, nav=NAV, ratio=ratio)
     return env
 
@@ -96,4 +97,11 @@ def not_found(request: Request, what: str, message: str, back_href: str = "/", b
               ) -> HTMLResponse:
     """The 404 page: what was not found, why, and where to go back to."""
     return render(request, "not_found.html", status_code=404, page_title=f"{what} not found", message=message,
+                  back_href=back_href, back_label=back_label)
+
+
+def refused(request: Request, what: str, message: str, back_href: str = "/", back_label: str = "Back to the overview"
+            ) -> HTMLResponse:
+    """The 422 page: a query value the API would refuse too (same words), and where to go back to."""
+    return render(request, "not_found.html", status_code=422, page_title=f"{what} not valid", message=message,
                   back_href=back_href, back_label=back_label)

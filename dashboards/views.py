@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session
 
+from compat import status_filter
 from compat.results import ALL_CHECKS
 from compat.settings import Settings
 from dashboards import matrix as mx
@@ -22,7 +23,7 @@ from dashboards.changes import changed_cells, history_changes, latest_changes
 from dashboards.charts import Series, legend_items, line_chart
 from dashboards.run_views import router as run_router
 from dashboards.submit_views import router as submit_router
-from dashboards.templating import not_found, render
+from dashboards.templating import not_found, refused, render
 from service import queries
 from service.deps import app_settings, get_session
 
@@ -102,7 +103,14 @@ def matrix(request: Request, session: Session = Depends(get_session),
            settings: Settings = Depends(app_settings)) -> HTMLResponse:
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
+    if query.status:  # the API's vocabulary and its refusal (422), never a silently unfiltered matrix
+        try:
+            status_filter.normalise(query.status)
+        except ValueError as exc:
+            return refused(request, "Status filter", f"{exc}.", "/matrix", "Back to the matrix")
     rows, devices = PAGE_CACHE.get(session, ("matrix", settings.device), lambda: _matrix_rows(session, settings.device))
+    ranked = PAGE_CACHE.get(session, ("matrix-ranked",),
+                            lambda: any(c.ranked for c in queries.coverage(session).items))
     # A filter naming no measured device or no check is said, not answered with an empty matrix.
     if query.device and query.device not in devices:
         return not_found(request, "Device", f"No finished full run on “{query.device}”; measured devices: "
@@ -122,7 +130,7 @@ def matrix(request: Request, session: Session = Depends(get_session),
     checks = [str(c) for c in ALL_CHECKS if any(c2 == str(c) for _, c2 in mx.columns(rows, devices, mx.MatrixQuery()))]
     return render(
         request, "matrix.html", page_title="Architecture matrix", query=query, rows=page_rows, cols=cols,
-        device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS,
+        device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS, ranked=ranked,
         shown_total=len(shown), all_total=len(rows), page=page_no, pages=pages,
     )
 

@@ -84,8 +84,11 @@ def test_badge_states(client, runs) -> None:
 def test_submission_needs_token(client) -> None:
     r = client.post("/api/v1/submissions", data={"model_id": "meta-llama/Llama-3.2-1B"})
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    # Each 401 says how to get a token (issue 30: it did not mention `compat token create`).
+    assert r.json()["error"].startswith("missing bearer token: ") and "`compat token create NAME`" in r.json()["error"]
     r = client.post("/api/v1/submissions", data={"model_id": "a/b"}, headers={"Authorization": "Bearer nope"})
-    assert r.status_code == 401 and r.json()["error"] == "invalid or revoked token"
+    assert r.status_code == 401 and r.json()["error"].startswith("invalid or revoked token: ")
+    assert "`compat token create NAME`" in r.json()["error"]
 
 
 def test_token_is_stored_hashed(client, token, sqlite_url) -> None:
