@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session
 
 from compat import status_filter
-from compat.results import ALL_CHECKS
+from compat.results import ALL_CHECKS, arch_verdict
 from compat.settings import Settings
 from dashboards import matrix as mx
 from dashboards.cache import PAGE_CACHE
@@ -166,6 +166,9 @@ def architecture(name: str, request: Request, session: Session = Depends(get_ses
         request, "architecture.html", page_title=d.name, d=d, latest_run=latest_run,
         changed=latest_changes(d.history, latest_run.values()), history=history_changes(d.history),
         history_checks=history_checks, badge_markdown=badge,
+        # The verdict word per device (compat.results.arch_verdict, the headline's rule): the pill says "natively"
+        # or "with CPU fallback" as loudly as it says "supported".
+        verdict_words={dev: arch_verdict([r for r in d.latest if r.device == dev]) for dev in d.supported},
         submitted_checks=[str(c) for c in ALL_CHECKS if any(str(c) in h.statuses for h in d.submitted)],
     )
 
