@@ -95,9 +95,22 @@ def sweep(
     measure_decisions: bool = typer.Option(True, "--decisions/--no-decisions",
                                            help="measure how many architectures each device decision moves "
                                                 "(re-runs the affected ones; the headline's range)"),
+    models: bool = typer.Option(False, "--models", help="judge each model of the shipped corpus with its own "
+                                "config (one run per distinct tiny config) and plan it at real size"),
+    model: list[str] = typer.Option(None, "--model", help="with --models: only these model ids (repeatable)"),
+    tokens: int = typer.Option(4096, "--tokens", min=1, help="with --models: context the KV-cache plan holds"),
+    batch: int = typer.Option(1, "--batch", min=1, help="with --models: sequences the KV-cache plan holds"),
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
+    if models or model:
+        if arch or limit or source or broker or baseline or resume or switch:
+            raise fail("--models sweeps the corpus's models: drop --arch/--limit/--source/--broker/--baseline/"
+                       "--resume/--switch")
+        dev = validate.harness_device(device)
+        _harness().model_commands.run(device=dev, models=model, checks=parse_checks(checks),
+                      jobs=get_settings().jobs if jobs is None else jobs, store=store, tokens=tokens, batch=batch)
+        return
     if strict:
         if broker:
             raise fail("--strict sets NEURON_CPU_FALLBACK=0 for this machine's workers: set it on the cluster's "
@@ -157,6 +170,23 @@ def show(
     """Show the latest results of one architecture."""
     device = validate.device(device) if device else None
     _reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
+
+
+@app.command()
+def lookup(
+    model_id: str = typer.Argument(None, help="ORG/NAME, as on the Hub"),
+    as_json: bool = typer.Option(False, "--json", help="the API's JSON answer"),
+    device: str = typer.Option(None, "--device", "-d", help="the device judged on (default: the newest)"),
+    list_all: bool = typer.Option(False, "--list", help="the per-model headline and every stored model"),
+) -> None:
+    """A model's verdict, checks and real-size plan, from the store (after `compat sweep --models`)."""
+    if list_all:
+        _reads().model_lookup.list_models(device)
+        return
+    if not model_id:
+        raise fail("name a model (ORG/NAME), or --list")
+    # cli.reads (no torch): the answer comes from the store in well under a second.
+    _reads().model_lookup.lookup(model_id, device=device, as_json=as_json)
 
 
 @app.command()

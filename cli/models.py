@@ -1,0 +1,87 @@
+"""``compat sweep --models``: the shipped corpus's models judged one by one (their own configs, shrunk), planned
+at real size, stored per model, and printed grouped under their architecture with the per-model headline.
+"""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from cli.console import console, fail
+from cli.progress import arch_note, reporter
+from compat.model_rows import ModelRow
+from compat.plan import BASIS
+from compat.results import ArchitectureEntry, Check, ResultRecord
+from compat.settings import get_settings
+from service import model_queries
+from service.store import Store
+from worker.catalog.corpus_models import corpus_rows
+from worker.orchestration.model_sweep import ModelSweep, sweep_models
+from worker.run.devices import DeviceError, resolve_device
+from worker.run.pool import MemoryLimitTooLow, check_memory_limit
+
+GB = 1e9
+
+
+def select_rows(rows: list[ModelRow], wanted: list[str] | None) -> list[ModelRow]:
+    """The rows named in ``wanted`` (model ids, any case), in that order; all rows when none is named."""
+    if not wanted:
+        return rows
+    by_id = {r.model_id.lower(): r for r in rows}
+    missing = [w for w in wanted if w.lower() not in by_id]
+    if missing:
+        raise fail(f"not in the corpus: {', '.join(missing)} (the corpus's models: `compat lookup --list`)")
+    return [by_id[w.lower()] for w in dict.fromkeys(wanted)]
+
+
+def run(*, device: str, models: list[str] | None, checks: list[Check], jobs: int, store: bool, tokens: int,
+        batch: int) -> int:
+    try:
+        dev = resolve_device(device)
+    except DeviceError as exc:
+        raise fail(str(exc)) from None
+    if jobs > 0:
+        try:
+            check_memory_limit(get_settings().arch_memory_mb)
+        except MemoryLimitTooLow as exc:
+            raise fail(str(exc)) from None
+    rows = select_rows(corpus_rows(), models)
+    sink = Store(get_settings().database_url) if store else None
+    buildable = sum(1 for r in rows if r.refusal is None)
+    with reporter(console, buildable, f"models on {dev.name}") as bar:
+
+        def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
+            bar.advance(f"{entry.name} ({entry.representative})", arch_note(recs))
+
+        result = sweep_models(rows, dev, checks, jobs=jobs, store=sink, progress=progress, tokens=tokens,
+                              batch=batch)
+    summary(result, sink, dev.name)
+    return 0
+
+
+def summary(result: ModelSweep, sink: Store | None, device: str) -> None:
+    """Per architecture, its models with verdict and plan; then the counts and the per-model headline."""
+    answers = {}
+    if sink is not None:
+        with sink.session() as s:
+            answers = {r.model_id: a for r, a in model_queries.list_models(s, device)}
+    table = Table(title=f"models on {device} (a cited sample, unranked; plans: {BASIS})", show_lines=False)
+    for col in ("architecture", "model", "verdict", "params", "tp", "cores"):
+        table.add_column(col, overflow="fold")
+    for row in sorted(result.rows, key=lambda r: (r.architecture, r.model_id)):
+        ans = answers.get(row.model_id)
+        verdict = ans.verdict if ans else ("refused" if row.refusal else "stored off")
+        plan = row.plan or {}
+        table.add_row(row.architecture, row.model_id, verdict,
+                      f"{plan['parameters'] / 1e9:.2f} B" if plan else "-",
+                      str(plan.get("tensor_parallel") or "-"), str(plan.get("neuron_cores") or "-"))
+    console.print(table)
+    refused = sum(1 for r in result.rows if r.refusal)
+    console.print(f"models: {len(result.rows)} ({refused} refused: remote code, not a causal LM or a bad config); "
+                  f"distinct tiny configs: {result.distinct}; architecture runs: {result.model_runs} in "
+                  f"{len(result.reports)} run(s): " + ", ".join(r.run.id[:12] for r in result.reports),
+                  highlight=False, soft_wrap=True)
+    if sink is not None:
+        with sink.session() as s:
+            head = model_queries.headline(s, device)
+        if head is not None:
+            console.print(head.text(), highlight=False, soft_wrap=True)
