@@ -15,7 +15,7 @@ from compat.settings import get_settings
 from service import model_queries
 from service.store import Store
 from worker.catalog.corpus_models import corpus_rows
-from worker.orchestration.model_sweep import ModelSweep, sweep_models
+from worker.orchestration.model_sweep import ModelSweep, prepare_models, run_models
 from worker.run.devices import DeviceError, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
 
@@ -46,14 +46,13 @@ def run(*, device: str, models: list[str] | None, checks: list[Check], jobs: int
             raise fail(str(exc)) from None
     rows = select_rows(corpus_rows(), models)
     sink = Store(get_settings().database_url) if store else None
-    buildable = sum(1 for r in rows if r.refusal is None)
-    with reporter(console, buildable, f"models on {dev.name}") as bar:
+    prepared = prepare_models(rows, tokens=tokens, batch=batch)
+    with reporter(console, prepared.distinct, f"models on {dev.name}") as bar:
 
         def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
             bar.advance(f"{entry.name} ({entry.representative})", arch_note(recs))
 
-        result = sweep_models(rows, dev, checks, jobs=jobs, store=sink, progress=progress, tokens=tokens,
-                              batch=batch)
+        result = run_models(prepared, dev, checks, jobs=jobs, store=sink, progress=progress)
     summary(result, sink, dev.name)
     return 0
 

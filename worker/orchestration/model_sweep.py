@@ -80,18 +80,24 @@ def rounds(groups: dict[str, list[ModelRow]]) -> list[list[tuple[str, ModelRow]]
     return out
 
 
-def sweep_models(rows: Iterable[ModelRow], device: Device, checks: Iterable[Check | str], *, jobs: int,
-                 store: Store | None = None, progress: Progress | None = None, tokens: int = DEFAULT_TOKENS,
-                 batch: int = DEFAULT_BATCH) -> ModelSweep:
-    """Plan every row, group the buildable ones by tiny digest, run each distinct config once, store the rows."""
+def prepare_models(rows: Iterable[ModelRow], *, tokens: int = DEFAULT_TOKENS,
+                   batch: int = DEFAULT_BATCH) -> ModelSweep:
+    """Plan every row and group the buildable ones by tiny digest (nothing runs yet)."""
     result = ModelSweep(rows=list(rows))
-    checks = list(checks)
     for row in result.rows:
         row.plan = plan_row(row, tokens, batch)
-        row.device = device.name
         if row.refusal is None:
             row.tiny_digest = tiny_key(row)
             result.groups.setdefault(row.tiny_digest, []).append(row)
+    return result
+
+
+def run_models(result: ModelSweep, device: Device, checks: Iterable[Check | str], *, jobs: int,
+               store: Store | None = None, progress: Progress | None = None) -> ModelSweep:
+    """Run each distinct tiny config once on ``device``; every model of its group gets that run; store the rows."""
+    checks = list(checks)
+    for row in result.rows:
+        row.device = device.name
     for batch_of_runs in rounds(result.groups):
         entries = [entry_of(rep, rank) for rank, (_, rep) in enumerate(batch_of_runs, start=1)]
         report = run_sweep(entries, device, checks, jobs=jobs, store=store, progress=progress,
@@ -103,3 +109,11 @@ def sweep_models(rows: Iterable[ModelRow], device: Device, checks: Iterable[Chec
     if store is not None:
         save_models(store, result.rows, device.name)
     return result
+
+
+def sweep_models(rows: Iterable[ModelRow], device: Device, checks: Iterable[Check | str], *, jobs: int,
+                 store: Store | None = None, progress: Progress | None = None, tokens: int = DEFAULT_TOKENS,
+                 batch: int = DEFAULT_BATCH) -> ModelSweep:
+    """Plan, group, run and store: ``prepare_models`` then ``run_models``."""
+    return run_models(prepare_models(rows, tokens=tokens, batch=batch), device, checks, jobs=jobs, store=store,
+                      progress=progress)
