@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from compat.settings import Settings, get_settings
+from dashboards.views import mount_pages
 from service import model_queries
 from service.app import create_app
 from service.store import Store
@@ -104,3 +105,24 @@ def test_cli_and_api_give_the_same_answer(swept) -> None:  # noqa: ANN001
     assert res.exit_code == 1 and "submit it" in res.output
     res = CliRunner().invoke(app, ["lookup", "bad id!"])
     assert res.exit_code == 2 and "invalid model id" in res.output
+
+
+def test_pages_show_the_same_answer_and_headline(swept) -> None:  # noqa: ANN001
+    _, store, url = swept
+    client = TestClient(create_app(Settings(database_url=url), migrate=False, pages=mount_pages))
+    api = client.get("/api/v1/models/meta-llama/Llama-3.1-8B-Instruct").json()
+    with store.session() as s:
+        headline = model_queries.headline(s).text()
+    overview = client.get("/")
+    assert overview.status_code == 200 and 'action="/models"' in overview.text and headline in overview.text
+    page = client.get("/models/meta-llama/Llama-3.1-8B-Instruct")
+    assert page.status_code == 200
+    assert f"{api['plan']['parameters']:,}" in page.text and api["plan"]["basis"] in page.text
+    assert api["verdict"] in page.text
+    listing = client.get("/models")
+    assert headline in listing.text and "/models/gpt2" in listing.text
+    jump = client.get("/models", params={"q": "meta-llama/Llama-3.1-8B-Instruct"}, follow_redirects=False)
+    assert jump.status_code == 303 and jump.headers["location"] == "/models/meta-llama/Llama-3.1-8B-Instruct"
+    assert client.get("/models", params={"q": "no such id!"}).status_code == 422
+    missing = client.get("/models/nobody/nothing")
+    assert missing.status_code == 404 and "Submit" in missing.text
