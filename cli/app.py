@@ -242,8 +242,15 @@ def catalog_refresh(
     limit: int = typer.Option(None, "--limit", min=1, help="models to list (default: settings hub_limit)"),
     out: Path = typer.Option(None, "--out", help="snapshot path (default: settings snapshot path)"),
     endpoint: str = typer.Option(None, "--endpoint", help="Hub endpoint (default: HF_ENDPOINT)"),
+    models: bool = typer.Option(False, "--models", help="also the per-model snapshot: transformers models by "
+                                "downloads and by trending, each config read at its commit sha"),
+    models_out: Path = typer.Option(None, "--models-out", help="per-model snapshot path (default: beside the "
+                                    "snapshot, models-snapshot.json)"),
 ) -> None:
     """List the Hub's text-generation models and save the ranked snapshot file."""
+    if models:
+        _harness().model_commands.refresh(limit=limit, out=out, models_out=models_out, endpoint=endpoint)
+        return
     _harness().catalog_refresh(limit=limit, out=out, endpoint=endpoint)
 
 

@@ -4,6 +4,8 @@ at real size, stored per model, and printed grouped under their architecture wit
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.table import Table
 
 from cli.console import console, fail
@@ -14,7 +16,9 @@ from compat.results import ArchitectureEntry, Check, ResultRecord
 from compat.settings import get_settings
 from service import model_queries
 from service.store import Store
+from worker.catalog.catalog import CatalogError
 from worker.catalog.corpus_models import corpus_rows
+from worker.catalog.hub_models import SORTS, refresh_models
 from worker.orchestration.model_sweep import ModelSweep, prepare_models, run_models
 from worker.run.devices import DeviceError, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
@@ -84,3 +88,22 @@ def summary(result: ModelSweep, sink: Store | None, device: str) -> None:
             head = model_queries.headline(s, device)
         if head is not None:
             console.print(head.text(), highlight=False, soft_wrap=True)
+
+
+def refresh(*, limit: int | None, out: Path | None, models_out: Path | None, endpoint: str | None) -> None:
+    """``compat catalog refresh --models``: both sorts, configs at their shas, the dated per-model snapshot and the
+    architecture ranking (summed downloads) built from it."""
+    settings = get_settings()
+    n = limit or settings.hub_limit
+    snapshot = out or settings.snapshot_path
+    target = models_out or snapshot.with_name("models-snapshot.json")
+    console.print(f"listing the Hub's {n} text-generation models by {' and by '.join(SORTS)}", highlight=False)
+    try:
+        snap, catalog = refresh_models(n, target, snapshot, endpoint=endpoint)
+    except CatalogError as exc:
+        raise fail(str(exc), 1) from None
+    for sort, rows in snap.by_sort.items():
+        refused = sum(1 for r in rows if r.refusal)
+        console.print(f"{sort}: {len(rows)} models ({refused} refused), {snap.created}", highlight=False)
+    console.print(f"models snapshot {target}; architecture ranking (summed downloads) {catalog.snapshot_id}: "
+                  f"{len(catalog.entries)} architectures", highlight=False, soft_wrap=True)

@@ -29,23 +29,29 @@ def corpus_model_id(row: dict[str, Any]) -> str:
 
 def judge_config(raw: bytes, name: str) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """(config, refusal, judged class): the parsed config; why the harness never builds it (None when it may); and
-    the causal-LM class it is judged as: ``architectures[0]``, or for a native wrapper (``Qwen3_5ForConditional
-    Generation``) the causal LM of its model_type, as ``AutoModelForCausalLM`` loads it (text only)."""
+    the causal-LM class it is judged as (``classify``)."""
     try:
         config = validate_config(raw, name)
     except HubError as exc:
         return None, str(exc), None
+    return (config, *classify(config))
+
+
+def classify(config: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(refusal, judged class) of a valid config: remote code and non-causal classes are refused with the reason;
+    the class is ``architectures[0]``, or for a native wrapper (``Qwen3_5ForConditionalGeneration``) the causal LM
+    of its model_type, as ``AutoModelForCausalLM`` loads it (text only)."""
     registry = registry_of(transformers)
     code = remote_code_verdict(config, registry)
     if code.remote_code:
-        return config, f"remote code: {code.reason}", None
+        return f"remote code: {code.reason}", None
     problem = causal_lm_problem(config, registry)
     if problem is None:
-        return config, None, architecture_of(config)
+        return None, architecture_of(config)
     text_lm = registry.causal_lm.get(str(config.get("model_type")))
     if text_lm:
-        return config, None, text_lm
-    return config, problem, None
+        return None, text_lm
+    return problem, None
 
 
 def corpus_rows(corpus: Path = CORPUS_DIR) -> list[ModelRow]:
