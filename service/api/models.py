@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from fastapi.responses import Response
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from compat.model_rows import ModelAnswer
 from service import model_queries
+from service.api.badges import COLORS, render_badge
 from service.api.deps import READ_ERRORS, reject_unknown_query
 from service.deps import get_session
 from service.runs import NotFound
@@ -37,6 +39,21 @@ def models(session: SessionDep, device: Device = None) -> ModelList:
     head = model_queries.headline(session, device)
     return ModelList(headline=head.text() if head else None,
                      models=[a for _, a in model_queries.list_models(session, device)])
+
+
+# A model's verdict as the architecture badge's states (service.api.badges).
+BADGE_STATE = {"supported": "supported", "supported_with_fallback": "fallback", "failing": "unsupported",
+               "refused": "unsupported"}
+
+
+@router.get("/models/{org}/{name}/badge.svg", response_class=Response,
+            responses={200: {"content": {"image/svg+xml": {}}, "description": "SVG badge"}})
+def model_badge(session: SessionDep, org: Part, name: Part, device: Device = None) -> Response:
+    """The per-model badge: the model's own verdict (its tiny config's run), for a model card."""
+    answer = model(session, org, name, device)
+    state = BADGE_STATE.get(answer.verdict, "not tested")
+    svg = render_badge(answer.device or "neuron", state, COLORS[state])
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "max-age=300"})
 
 
 @router.get("/models/{org}/{name}", response_model=ModelAnswer,

@@ -98,6 +98,10 @@ def test_cli_and_api_give_the_same_answer(swept) -> None:  # noqa: ANN001
         assert listing["headline"] == model_queries.headline(s).text()
     missing = client.get("/api/v1/models/nobody/nothing")
     assert missing.status_code == 404 and "submit it" in missing.json()["error"]
+    badge = client.get("/api/v1/models/meta-llama/Llama-3.1-8B-Instruct/badge.svg")
+    assert badge.status_code == 200 and "cpu: supported" in badge.text
+    assert "unsupported" in client.get("/api/v1/models/microsoft/phi-1_5/badge.svg").text  # refused: remote code
+    assert client.get("/api/v1/models/nobody/nothing/badge.svg").status_code == 404
     for bad in ("/api/v1/models/bad%20org/x", "/api/v1/models/a..b/x", "/api/v1/models/org/" + "n" * 97):
         r = client.get(bad)
         assert r.status_code == 422 and "\n" not in r.json()["error"], (bad, r.text)
