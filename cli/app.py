@@ -61,6 +61,13 @@ def _reads() -> ModuleType:
     return reads
 
 
+def _lookup() -> ModuleType:
+    # Imported when `compat lookup` runs: the store only (no torch, none of the other reads), under a second.
+    from cli import lookup
+
+    return lookup
+
+
 def _web() -> ModuleType:
     # Imported when `compat serve` runs: `compat --help` and bad input answer without FastAPI and uvicorn.
     from cli import serve
@@ -181,12 +188,11 @@ def lookup(
 ) -> None:
     """A model's verdict, checks and real-size plan, from the store (after `compat sweep --models`)."""
     if list_all:
-        _reads().model_lookup.list_models(device)
+        _lookup().list_models(device)
         return
     if not model_id:
         raise fail("name a model (ORG/NAME), or --list")
-    # cli.reads (no torch): the answer comes from the store in well under a second.
-    _reads().model_lookup.lookup(model_id, device=device, as_json=as_json)
+    _lookup().lookup(model_id, device=device, as_json=as_json)
 
 
 @app.command()

@@ -1,30 +1,53 @@
 """``compat lookup ORG/NAME [--json]``: a model's verdict, checks and real-size plan, read from the store.
 
-No torch and no Transformers: the store (SQLAlchemy) and rich only, so the answer comes in well under a second.
+No torch, no Transformers, no Alembic: SQLAlchemy over the store and rich only, so the answer comes in about a
+second. A read never creates or migrates a store: a missing one, or one older than the models table, is one line.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
+from sqlalchemy.orm import Session
 
 from cli.console import console, fail
-from cli.stored import missing_store
 from compat.model_rows import ModelAnswer, valid_model_id
 from compat.plan import plan_text
 from compat.settings import get_settings
 from service import model_queries
-from service.store import Store
 
 
-def _store() -> Store:
+def _no_sqlite_file(url: str) -> bool:
+    """An SQLite URL whose file does not exist (``cli.stored.missing_store``'s rule, without importing the store's
+    writes and Alembic)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return False
+    db = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
+        return False
+    return not Path(db).exists()
+
+
+@contextmanager
+def _session() -> Iterator[Session]:
     url = get_settings().database_url
-    if missing_store(url):
+    if _no_sqlite_file(url):
         raise fail(f"no models in {url} (no store there yet); run `compat sweep --models` first", 1)
-    # No migration on a read (Alembic's check costs a large part of the second a lookup may take): a store older
-    # than the models table is answered below, in one line.
-    return Store(url, migrate=False)
+    # A plain engine, no migration on a read: a store older than the models table is answered below, in one line.
+    engine = create_engine(url)
+    try:
+        with Session(engine) as session:
+            yield session
+    finally:
+        engine.dispose()
 
 
 OLD_STORE = "the store has no models table yet: run `compat db upgrade`, then `compat sweep --models`"
@@ -34,7 +57,7 @@ def lookup(model_id: str, *, device: str | None, as_json: bool) -> None:
     if not valid_model_id(model_id):
         raise fail(f"invalid model id {model_id!r}: expected ORG/NAME as on the Hub (letters, digits, '-', '_', '.')")
     try:
-        with _store().session() as s:
+        with _session() as s:
             answer = model_queries.lookup(s, model_id, device)
     except (OperationalError, ProgrammingError):
         raise fail(OLD_STORE, 1) from None
@@ -66,7 +89,7 @@ def print_answer(a: ModelAnswer) -> None:
 def list_models(device: str | None) -> None:
     """The per-model headline, then each stored model's id and verdict."""
     try:
-        with _store().session() as s:
+        with _session() as s:
             head = model_queries.headline(s, device)
             pairs = model_queries.list_models(s, device)
     except (OperationalError, ProgrammingError):

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cli import lookup as model_lookup  # noqa: F401  (`compat lookup`: read through this module, no torch)
 from cli import stored, validate
 from cli.console import console, fail
 from cli.stored import missing_store

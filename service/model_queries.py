@@ -1,13 +1,10 @@
-"""Per-model reads and writes over ``catalog_models``: save the rows a per-model sweep judged, answer a lookup, list
-a catalog's models, and the per-model headline. The rules are ``compat.model_rows``; CLI, API and pages call these.
+"""Per-model reads over ``catalog_models`` (written by ``service.model_store``): answer a lookup, list a catalog's
+models, and the per-model headline. The rules are ``compat.model_rows``; CLI, API and pages call these.
 
-No torch here: ``compat lookup`` and ``GET /api/v1/models/{org}/{name}`` read the store only.
+No torch and no Alembic here: ``compat lookup`` and ``GET /api/v1/models/{org}/{name}`` read the store only.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
-from datetime import UTC, datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -16,7 +13,6 @@ from compat.model_rows import (
     ModelAnswer,
     ModelCheck,
     ModelHeadline,
-    ModelRow,
     differs_in,
     model_headline,
     model_verdict,
@@ -25,26 +21,11 @@ from compat.results import ResultRecord, arch_verdict, statuses_of, used_fallbac
 from service import runs
 from service.models import CatalogModel, Result
 from service.records import row_to_record
-from service.store import Store, _upsert
 
 JUDGED = "judged with its own config"
 NOT_RUN = "the architecture's verdict: this model's own config was not run"
 SUBMIT_HINT = ("submit it: POST /api/v1/submissions with {\"model_id\": ORG/NAME} (a bearer token), the Submit page, "
                "or `compat sweep --models` after `compat catalog refresh`")
-
-
-def save_models(store: Store, rows: Iterable[ModelRow], device: str) -> int:
-    """Upsert ``rows`` for ``device`` (one row per model and device; a re-run replaces it). Returns the count."""
-    now = datetime.now(UTC)
-    rows = list(rows)
-    data = [{**r.model_dump(mode="json", exclude={"device"}), "device": device, "updated": now} for r in rows]
-    with store.session() as s:
-        _upsert(s, CatalogModel, data, ("model_id", "device"))
-    return len(data)
-
-
-def _row_model(row: CatalogModel) -> ModelRow:
-    return ModelRow.model_validate({c: getattr(row, c) for c in ModelRow.model_fields})
 
 
 def _records(session: Session, row: CatalogModel) -> list[ResultRecord]:

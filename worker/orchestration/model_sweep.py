@@ -14,7 +14,7 @@ from compat.configjson import config_digest
 from compat.model_rows import ModelRow
 from compat.plan import DEFAULT_BATCH, DEFAULT_TOKENS
 from compat.results import ArchitectureEntry, Check, Report, ResultRecord, Scope
-from service.model_queries import save_models
+from service.model_store import save_models
 from service.store import Store
 from worker.build.real_size import PlanError, plan_config
 from worker.build.tiny_config import TinyConfigError, shrink
