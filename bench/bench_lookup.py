@@ -73,6 +73,27 @@ def drive(base: str, requests: int, concurrency: int, ids: list[str]) -> dict[st
     return out
 
 
+def inprocess(url: str, ids: list[str], requests: int) -> None:
+    """Each lookup through the app in this process, one at a time: wall and CPU (process_time) per request."""
+    from fastapi.testclient import TestClient  # noqa: PLC0415 - only for --inprocess
+
+    from compat.settings import Settings  # noqa: PLC0415
+    from service.app import create_app  # noqa: PLC0415
+
+    client = TestClient(create_app(Settings(database_url=url), migrate=False))
+    rng = random.Random(1)
+    wall, cpu = [], []
+    for i in range(requests + 20):
+        path = f"/api/v1/models/{rng.choice(ids)}"
+        t, c = time.perf_counter(), time.process_time()
+        client.get(path).raise_for_status()
+        if i >= 20:  # the first 20 warm the app
+            wall.append((time.perf_counter() - t) * 1000)
+            cpu.append((time.process_time() - c) * 1000)
+    print(f"in-process, one at a time (n={requests}): wall p50 {_pct(wall, 0.5):.1f} ms p99 {_pct(wall, 0.99):.1f} "
+          f"ms; CPU p50 {_pct(cpu, 0.5):.1f} ms p99 {_pct(cpu, 0.99):.1f} ms")
+
+
 def cli_times(db: Path, model_id: str, n: int = 5) -> list[float]:
     env = {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{db.resolve()}"}
     exe = Path(sys.executable).with_name("compat")
@@ -89,6 +110,9 @@ def main() -> int:
     ap.add_argument("--db", type=Path, default=ROOT / "var" / "lookup-bench.db")
     ap.add_argument("--requests", type=int, default=500)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--inprocess", action="store_true",
+                    help="also time each lookup in this process (ASGI test client, one at a time): wall and CPU ms, "
+                         "the CPU figure less sensitive to a loaded machine")
     ap.add_argument("--drive", help=argparse.SUPPRESS)  # internal: the load process, against this URL
     ap.add_argument("--ids", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -131,6 +155,8 @@ def main() -> int:
         server.terminate()
         server.wait(timeout=30)
     cli = cli_times(args.db, "meta-llama/Llama-3.1-8B-Instruct")
+    if args.inprocess:
+        inprocess(url, ids, args.requests)
     print(f"{len(ids)} stored models with a Hub id; n={args.requests} per row, concurrency={args.concurrency}, "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     ok = True
