@@ -196,6 +196,17 @@ def lookup(
 
 
 @app.command()
+def publish(
+    repo: str = typer.Option(..., "--repo", help="the Hub dataset, ORG/NAME"),
+    endpoint: str = typer.Option(None, "--endpoint", help="Hub endpoint (default: HF_ENDPOINT)"),
+    token: str = typer.Option(None, "--token", envvar="HF_TOKEN", help="a Hub write token (default: HF_TOKEN)"),
+    device: str = typer.Option(None, "--device", "-d", help="the device's tables (default: the newest)"),
+) -> None:
+    """Publish the per-model and per-architecture tables as a Hub dataset (parquet and a dataset card)."""
+    _harness().publish_commands.publish(repo=repo, endpoint=endpoint, token=token, device=device)
+
+
+@app.command()
 def blockers(
     device: str = typer.Option(None, "--device", "-d", help="device of the run (default: settings device)"),
     json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),

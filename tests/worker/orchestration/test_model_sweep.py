@@ -6,8 +6,13 @@ around the runs (grouping, keys, reads), not about verdicts.
 
 from __future__ import annotations
 
+import base64
+import io
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pyarrow.parquet as pq
 import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
@@ -130,3 +135,66 @@ def test_pages_show_the_same_answer_and_headline(swept) -> None:  # noqa: ANN001
     assert client.get("/models", params={"q": "no such id!"}).status_code == 422
     missing = client.get("/models/nobody/nothing")
     assert missing.status_code == 404 and "Submit" in missing.text
+
+
+class _FakeDatasetHub(BaseHTTPRequestHandler):
+    """The Hub subset huggingface_hub 2.4 uses to create a dataset repo and commit small files (regular uploads,
+    inline in the commit): repos/create, validate-yaml, preupload, commit. 127.0.0.1 only."""
+
+    files: dict[str, bytes] = {}
+    auth: list[str] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, code: int, obj: object) -> None:
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.auth.append(self.headers.get("Authorization", ""))
+        base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        if self.path == "/api/repos/create":
+            return self._send(200, {"url": f"{base}/datasets/org/compat-table", "name": "org/compat-table"})
+        if self.path == "/api/validate-yaml":
+            return self._send(200, {"errors": [], "warnings": []})
+        if "/preupload/" in self.path:
+            return self._send(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                              for f in json.loads(body)["files"]]})
+        if "/commit/" in self.path:
+            for line in body.decode().splitlines():
+                item = json.loads(line)
+                if item.get("key") == "file":
+                    self.files[item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+            return self._send(200, {"commitUrl": f"{base}/datasets/org/compat-table/commit/{'a' * 40}",
+                                    "commitOid": "a" * 40, "success": True})
+        return self._send(404, {"error": "not found"})
+
+
+def test_publish_writes_parquet_tables_and_a_card_through_huggingface_hub(swept) -> None:  # noqa: ANN001
+    _, store, _ = swept
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeDatasetHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        res = CliRunner().invoke(app, ["publish", "--repo", "org/compat-table", "--endpoint",
+                                       f"http://127.0.0.1:{server.server_address[1]}", "--token", "hf_test"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert res.exit_code == 0, res.output
+    files = _FakeDatasetHub.files
+    assert set(files) == {"models.parquet", "architectures.parquet", "README.md"}
+    models = pq.read_table(io.BytesIO(files["models.parquet"])).to_pylist()
+    assert {m["model_id"] for m in models} == set(MODELS)
+    llama = next(m for m in models if m["model_id"] == "meta-llama/Llama-3.1-8B-Instruct")
+    assert llama["verdict"] == "supported" and abs(llama["parameters"] - 8.03e9) / 8.03e9 <= 0.02
+    card = files["README.md"].decode()
+    with store.session() as s:
+        assert model_queries.headline(s).text() in card
+    assert "simulation" in card and "planned from config.json, not run" in card and "transformers" in card
+    assert all(a == "Bearer hf_test" for a in _FakeDatasetHub.auth)
