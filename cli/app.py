@@ -110,20 +110,21 @@ def sweep(
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
-    if models or model:
-        if arch or limit or source or broker or baseline or resume or switch:
-            raise fail("--models sweeps the corpus's models: drop --arch/--limit/--source/--broker/--baseline/"
-                       "--resume/--switch")
-        dev = validate.harness_device(device)
-        _harness().model_commands.run(device=dev, models=model, checks=parse_checks(checks),
-                      jobs=get_settings().jobs if jobs is None else jobs, store=store, tokens=tokens, batch=batch)
-        return
     if strict:
         if broker:
             raise fail("--strict sets NEURON_CPU_FALLBACK=0 for this machine's workers: set it on the cluster's "
                        "workers instead of --broker --strict")
         # Read by neuron_backend when it loads, in this process and in every pool worker it starts (they inherit it).
         os.environ["NEURON_CPU_FALLBACK"] = "0"
+    if models or model:
+        if arch or limit or source or broker or baseline or resume or switch or json_path:
+            raise fail("--models sweeps the corpus's models: drop --arch/--limit/--source/--broker/--baseline/"
+                       "--resume/--switch/--json")
+        dev = validate.harness_device(device)
+        n_jobs = get_settings().jobs if jobs is None else jobs
+        _harness().model_commands.run(device=dev, models=model, checks=parse_checks(checks), jobs=n_jobs,
+                                      store=store, tokens=tokens, batch=batch)
+        return
     settings = get_settings()
     if resume is not None:
         if arch or limit or checks or source or device or broker:
