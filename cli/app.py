@@ -189,8 +189,13 @@ def lookup(
     as_json: bool = typer.Option(False, "--json", help="the API's JSON answer"),
     device: str = typer.Option(None, "--device", "-d", help="the device judged on (default: the newest)"),
     list_all: bool = typer.Option(False, "--list", help="the per-model headline and every stored model"),
+    hub: bool = typer.Option(False, "--hub", help="a model not stored: read its config.json from the Hub "
+                             "(HF_ENDPOINT): its architecture's verdict, what differs, a plan"),
 ) -> None:
     """A model's verdict, checks and real-size plan, from the store (after `compat sweep --models`)."""
+    if hub and model_id:
+        _harness().model_commands.lookup_hub(model_id=model_id, device=device, as_json=as_json, endpoint=None)
+        return
     if list_all:
         _lookup().list_models(device)
         return

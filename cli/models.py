@@ -4,20 +4,24 @@ at real size, stored per model, and printed grouped under their architecture wit
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rich.table import Table
 
 from cli.console import console, fail
+from cli.lookup import print_answer
 from cli.progress import arch_note, reporter
-from compat.model_rows import ModelRow
+from compat.model_rows import ModelRow, valid_model_id
 from compat.plan import BASIS
 from compat.results import ArchitectureEntry, Check, ResultRecord
 from compat.settings import get_settings
 from service import model_queries
 from service.store import Store
+from worker.build.real_size import PlanError, plan_config
 from worker.catalog.catalog import CatalogError
-from worker.catalog.corpus_models import corpus_rows
+from worker.catalog.corpus_models import classify, corpus_rows
+from worker.catalog.hub import fetch_config, resolve_endpoint
 from worker.catalog.hub_models import SORTS, refresh_models
 from worker.orchestration.model_sweep import ModelSweep, prepare_models, run_models
 from worker.run.devices import DeviceError, resolve_device
@@ -107,3 +111,35 @@ def refresh(*, limit: int | None, out: Path | None, models_out: Path | None, end
         console.print(f"{sort}: {len(rows)} models ({refused} refused), {snap.created}", highlight=False)
     console.print(f"models snapshot {target}; architecture ranking (summed downloads) {catalog.snapshot_id}: "
                   f"{len(catalog.entries)} architectures", highlight=False, soft_wrap=True)
+
+
+def lookup_hub(*, model_id: str, device: str | None, as_json: bool, endpoint: str | None) -> None:
+    """``compat lookup ORG/NAME --hub``: a stored model as without ``--hub``; an unknown one read from the Hub
+    (its config.json, validated, never its code): its architecture's verdict, what its config differs in from the
+    judged model of that architecture, and a plan from its config."""
+    if not valid_model_id(model_id) or "/" not in model_id:
+        raise fail(f"invalid model id {model_id!r}: expected ORG/NAME as on the Hub")
+    store = Store(get_settings().database_url)
+    with store.session() as s:
+        answer = model_queries.lookup(s, model_id, device)
+    if answer is None:
+        try:
+            config = fetch_config(model_id, endpoint=resolve_endpoint(endpoint))
+        except Exception as exc:  # noqa: BLE001 - not found, refused or unreachable: one line
+            raise fail(f"{model_id}: not stored here and its config.json cannot be read from the Hub "
+                       f"({type(exc).__name__}: {str(exc)[:200]}); {model_queries.SUBMIT_HINT}", 1) from None
+        refusal, judged = classify(config)
+        with store.session() as s:
+            answer = model_queries.lookup(s, model_id, device, config=config)
+        if answer is None:
+            raise fail(f"{model_id}: its architecture {config['architectures'][0]} was never swept here; "
+                       f"{model_queries.SUBMIT_HINT}", 1)
+        answer.refusal = refusal
+        try:
+            answer.plan = plan_config(config, class_name=judged).to_dict()
+        except PlanError:
+            answer.plan = None
+    if as_json:
+        print(json.dumps(answer.model_dump(mode="json"), indent=1))
+    else:
+        print_answer(answer)

@@ -8,11 +8,17 @@ import hashlib
 import json
 from datetime import UTC, datetime
 
+from huggingface_hub import constants
 from typer.testing import CliRunner
 
 from cli.app import app
+from compat.settings import get_settings
+from service.store import Store
 from worker.catalog.catalog import read_snapshot
+from worker.catalog.corpus_models import corpus_rows
 from worker.catalog.hub_models import refresh_models
+from worker.orchestration.model_sweep import prepare_models, run_models
+from worker.run.devices import resolve_device
 
 
 def fixture_sha(model_id: str) -> str:
@@ -60,3 +66,26 @@ def test_the_cli_refreshes_models(fake_hub, isolated_settings, tmp_path) -> None
     assert "downloads" in res.output and "trending" in res.output
     assert json.loads(out.read_text())["sorts"]["downloads"]
     assert isolated_settings.snapshot_path.exists()
+
+
+def test_lookup_hub_answers_an_unknown_model_of_a_swept_architecture(fake_hub, isolated_settings, tmp_path,
+                                                                      monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(constants, "ENDPOINT", fake_hub.endpoint)
+    monkeypatch.setenv("COMPAT_RUN_HOOK", "passing_runner:passing")
+    url = f"sqlite:///{tmp_path / 'compat.db'}"
+    monkeypatch.setenv("COMPAT_DATABASE_URL", url)
+    get_settings.cache_clear()
+    rows = [r for r in corpus_rows() if r.model_id == "meta-llama/Llama-3.1-8B-Instruct"]
+    run_models(prepare_models(rows), resolve_device("cpu"), ["load", "forward", "generate"], jobs=0, store=Store(url))
+    res = CliRunner().invoke(app, ["lookup", "someone/llama-finetune", "--hub", "--json"])
+    assert res.exit_code == 0, res.output
+    answer = json.loads(res.output)
+    assert answer["verdict"] == "supported" and answer["architecture"] == "LlamaForCausalLM"
+    assert answer["basis"].startswith("the architecture's verdict")
+    assert "intermediate_size: 14336 -> 11008" in answer["differs_in"]  # the corpus model's vs this one's
+    assert answer["plan"]["basis"] == "planned from config.json, not run" and answer["plan"]["tensor_parallel"] == 1
+    assert any("/someone/llama-finetune/resolve/main/config.json" in p for _, p, _ in fake_hub.requests)
+    never_swept = CliRunner().invoke(app, ["lookup", "mistralai/Mistral-7B-v0.1", "--hub"])
+    assert never_swept.exit_code == 1 and "never swept" in never_swept.output
+    missing = CliRunner().invoke(app, ["lookup", "gone/no-config", "--hub"])
+    assert missing.exit_code == 1 and "cannot be read from the Hub" in missing.output
