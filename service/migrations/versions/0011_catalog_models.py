@@ -4,7 +4,7 @@ config.json, and the run that judged its tiny config (shared by models whose tin
 New table only; nothing existing changes, so the downgrade drops it.
 
 Revision ID: 0011
-Revises: 0015 (main's head when merged; the number 0011 is this change's assigned one)
+Revises: 0012 (main's head when merged; the number 0011 is this change's assigned one)
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0011"
-down_revision = "0015"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
