@@ -27,6 +27,7 @@ from compat.settings import get_settings
 # command resolves right after anyway (and a real torch-neuronx, when installed, keeps precedence).
 from neuron_backend import observations as evidence_file
 from worker.catalog.catalog import registry_entries
+from worker.catalog.corpus_models import CORPUS_DIR
 from worker.judge.calibration import (
     Agreement,
     Comparison,
@@ -42,9 +43,8 @@ from worker.run.devices import Device, DeviceError, device_versions, resolve_dev
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
 
 REPORT_VERSION = 1
-# The real config.json corpus (tests/data/configs, with index.json naming each file's Hub id): a source checkout
-# has it; without it every class is judged on its config class defaults, and the rows say so.
-CORPUS_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "configs"
+# The real config.json corpus (shipped product data, worker/catalog/corpus, with index.json naming each file's Hub
+# id); were it missing, every class would be judged on its config class defaults, and the rows would say so.
 NOTES_PATH = evidence_file.DEFAULT_PATH.with_name("calibration_notes.json")
 AGREES = {True: "yes", False: "NO", None: "not counted"}
 SHOWN_FALLBACK = 3  # ops a passing row names from its CPU fallback (the JSON has them all)
