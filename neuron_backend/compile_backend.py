@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 from torch._decomp import core_aten_decompositions
-from torch._dynamo import register_backend
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch import config as functorch_config
 from torch._functorch._aot_autograd.autograd_cache import should_use_local_autograd_cache
@@ -21,10 +20,6 @@ from torch._functorch.aot_autograd import SerializableAOTDispatchCompiler, make_
 from neuron_backend import compile_cache, policy, stats
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
-
-# The device's own Python (dispatch, wrapping, accounting) is runtime, not user code: Dynamo must run it, never
-# trace it (it would otherwise try to compile ``wrap`` when a compiled region calls into the device).
-torch._dynamo.trace_rules.add("neuron_backend")
 
 DYNAMIC_REFUSED = (
     "torch.compile(backend='neuron', dynamic=True) is not supported: TorchNeuron rejects dynamic=True during "
@@ -154,9 +149,9 @@ def _aot_cached(gm: torch.fx.GraphModule, example_inputs):
                         decompositions=_DECOMPOSITIONS)(gm, example_inputs)
 
 
-@register_backend(name="neuron")
 def neuron(gm: torch.fx.GraphModule, example_inputs, **kwargs):
-    """The Dynamo backend named ``neuron`` (Transformers' static-cache generate asks for it by this name)."""
+    """The Dynamo backend named ``neuron`` (Transformers' static-cache generate asks for it by this name). Dynamo
+    registers it from lazy_dynamo's registry entry on first use, and lazy_dynamo keeps the device's modules untraced."""
     if torch._dynamo.config.assume_static_by_default is False:  # what torch.compile(dynamic=True) sets
         raise NeuronDynamicShapesError(DYNAMIC_REFUSED)
     ctx = torch._guards.CompileContext.try_get()
