@@ -56,7 +56,8 @@ def reset() -> None:
 
 
 def check_graph(gm: torch.fx.GraphModule) -> None:
-    """Raise the typed error for the first op of ``gm`` the backend cannot compile: an unsupported op or dtype, and in
+    """Raise the typed error for the first op of ``gm`` the backend cannot compile: an op and data dtype a compiler
+    rule rejects (the profile's compile_rejects: neuronx-cc error codes), an unsupported op or dtype, and in
     strict mode also an op without a Neuron implementation (the real backend lowers a whole graph through torch-mlir
     and StableHLO, not the eager op table, so with fallback allowed those are taken as lowered; low confidence).
     Host reads (``_local_scalar_dense``) are allowed: ``.item()`` is a graph break or a captured scalar.
@@ -69,6 +70,10 @@ def check_ops(ops: list[compile_cache.GraphOp]) -> None:
     autocast = policy.active().input_autocast
     for schema_name, overload, raw_dtypes, shapes in ops:
         func = compile_cache.resolve(schema_name, overload)
+        rule = policy.active().compile_reject(func._schema.name, raw_dtypes[0] if raw_dtypes else None)
+        if rule is not None:  # a compiler rule (neuronx-cc error code), whatever the eager op table says
+            raise NeuronUnsupportedDtypeError(func._schema.name, [stats.dtype_name(d) for d in raw_dtypes],
+                                              list(shapes), f"[{rule.code}] {rule.reason} ({rule.source})")
         dtypes = [autocast.get(d, d) for d in raw_dtypes]
         decision, cls, reason = policy._verdict(func, dtypes)
         if decision == policy.FALLBACK and not CONFIG.cpu_fallback:
