@@ -15,8 +15,11 @@ from cli.progress import arch_note, fetch_progress, reporter
 from cli.tables import coverage_table
 from cli.validate import architecture_error
 from cli.whatif import run as run_whatif
+from compat.chains import chains_of, rank
 from compat.coverage import coverage, native_per_check
 from compat.decisions import DecisionEffect, headline_range
+from compat.diff import RunDiff
+from compat.identity import identity_of
 from compat.results import (
     ArchitectureEntry,
     Check,
@@ -28,17 +31,20 @@ from compat.results import (
     scope_label,
 )
 from compat.settings import get_settings
+from compat.states import RunState
 from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
-from worker.orchestration import decisions
+from worker.orchestration import chains, decisions
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
-from worker.orchestration.nightly import regression_gate
+from worker.orchestration.flake_guard import rerun_regressions, rerun_work
+from worker.orchestration.nightly import Rerun, regression_gate
 from worker.orchestration.planning import make_plan
 from worker.orchestration.submissions import submission_entry
 from worker.orchestration.sweep import run_sweep, write_report
+from worker.run.checks import RUN_ORDER
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
@@ -61,7 +67,7 @@ def _store(enabled: bool) -> Store | None:
 def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
           fail_on_regression: bool, resume: str | None = None, measure_decisions: bool = True,
-          switches: dict[str, str] | None = None) -> int:
+          switches: dict[str, str] | None = None, measure_chains: bool = True) -> int:
     """``compat sweep``: run the sweep (here or on the cluster), or finish an interrupted one (``resume``), print
     the coverage table; the exit code of the gate when ``baseline`` is given, else 0. ``switches``: the device's
     decisions at other options, for this sweep only (in this process and the workers it starts)."""
@@ -71,14 +77,14 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
         with decisions.switched(_device(device), switches):
             # Resolved again inside: the run records the device as it is now, switches included.
             return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker,
-                          baseline, fail_on_regression, measure_decisions)
+                          baseline, fail_on_regression, measure_decisions, measure_chains)
     return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker, baseline,
-                  fail_on_regression, measure_decisions)
+                  fail_on_regression, measure_decisions, measure_chains)
 
 
 def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
            json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
-           fail_on_regression: bool, measure_decisions: bool) -> int:
+           fail_on_regression: bool, measure_decisions: bool, measure_chains: bool = True) -> int:
     if not broker and jobs > 0:
         try:
             check_memory_limit(get_settings().arch_memory_mb)
@@ -114,7 +120,43 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
                                snapshot_id=catalog.snapshot_id, scope=scope)
     if measure_decisions and not broker:
         _measure_decisions(report, dev, jobs, sink, json_path)
-    return _summary(report, dev, json_path, baseline, fail_on_regression)
+    if measure_chains and not broker:
+        _measure_chains(report, dev, jobs, sink, json_path)
+    rerun = (_broker_rerun(report, dev) if broker else _local_rerun(report, dev)) if baseline else None
+    return _summary(report, dev, json_path, baseline, fail_on_regression, rerun)
+
+
+def _local_rerun(report: Report, dev: Device) -> Rerun:
+    """The flake guard on this machine: each regressed architecture again in a fresh worker process."""
+    run = report.run
+
+    def rerun(diff: RunDiff) -> str | None:
+        console.print(f"flake guard: re-running {len(diff.regressions)} regressed check(s) of run {run.id}, each "
+                      "architecture in a fresh process", highlight=False, soft_wrap=True)
+        return rerun_regressions(Store(), diff, report.architectures, dev, trigger=run.trigger,
+                                 catalog_source=run.catalog_source, snapshot_id=run.snapshot_id)
+    return rerun
+
+
+def _broker_rerun(report: Report, dev: Device) -> Rerun:
+    """The flake guard on the cluster: the regressed architectures as a new run's tasks (new task deliveries, on
+    whichever worker takes them), linked to the run they re-run."""
+    run = report.run
+
+    def rerun(diff: RunDiff) -> str | None:
+        work = rerun_work(diff)
+        entries = [e for e in report.architectures if e.name in work]
+        if not entries:
+            return None
+        checks = [c for c in RUN_ORDER if any(c in cs for cs in work.values())]
+        settings, store = get_settings(), Store()
+        plan = make_plan(entries, dev, checks, trigger=run.trigger, database_url=store.database_url,
+                         workdir=settings.var_dir / "work", seed=settings.seed, catalog_source=run.catalog_source,
+                         snapshot_id=run.snapshot_id, scope=Scope.SELECTION, rerun_of=run.id)
+        console.print(f"flake guard: re-running {len(diff.regressions)} regressed check(s) of run {run.id} on the "
+                      "cluster", highlight=False, soft_wrap=True)
+        return CeleryExecutor(make_app(settings)).run(store, plan).run_id
+    return rerun
 
 
 def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
@@ -131,18 +173,35 @@ def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | Non
                          progress=lambda label, done, _total: bar.update(done, label))
 
 
+def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
+    """Each architecture failing at an op, re-run with its blocking ops on the CPU fallback until it passes or
+    fails otherwise (``compat blockers``' chains); a device that cannot move ops keeps only first blockers."""
+    if not chains.can_move_ops(dev):
+        return
+    todo = len(chains_of(report.results, None)[0])
+    if not todo:
+        return
+    with reporter(console, todo, "blocker chains") as bar:
+        found = chains.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
+                              progress=lambda label, done, _total: bar.update(done, label))
+    for u in rank(found).unlock_sets[:3]:
+        console.print(u.message, highlight=False)
+
+
 def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,
-             fail_on_regression: bool) -> int:
+             fail_on_regression: bool, rerun: Rerun | None = None) -> int:
     """The sweep's coverage table (over the run's catalog: the API's and the pages' denominator), its scope and
-    state, then the gate's verdict when ``baseline`` is given."""
+    state, then the gate's verdict when ``baseline`` is given (``rerun``: the flake guard)."""
     run = report.run
     catalog = [e.name for e in report.architectures]
     scope = scope_label(run.catalog_source, run.snapshot_id, run.scope, len(catalog))
-    console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})",
+    mode = run.determinants.get("mode")
+    ident = identity_of(dev.name, dev.info.details, None if mode is None else mode == "strict").label
+    console.print(coverage_table(report.results, title=f"coverage on {ident} ({dev.info.description})",
                                  catalog=catalog, scope=scope))
     cov = coverage(report.results, catalog)
     n = cov.architectures
-    console.print(f"run {run.id} on {dev.name}: {cov.supported} / {n} supported ({percent(cov.supported, n)}); "
+    console.print(f"run {run.id} on {ident}: {cov.supported} / {n} supported ({percent(cov.supported, n)}); "
                   f"{scope}", highlight=False, soft_wrap=True)
     profile = dev.info.details.get("profile")
     console.print(f"out of the box {cov.supported} / {n} ({percent(cov.supported, n)}), native {cov.native} / {n} "
@@ -155,13 +214,13 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
     console.print(f"headline: {headline_range(cov.supported, n, effects).text()}", highlight=False, soft_wrap=True)
     if cached := [r.metrics["reference_cache"] for r in report.results if "reference_cache" in r.metrics]:
         console.print(f"reference cache: {cached.count('hit')} hits, {cached.count('miss')} misses", highlight=False)
-    if run.state not in (None, "complete"):
+    if run.state not in (None, RunState.COMPLETE):
         console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False,
                       soft_wrap=True)
     if json_path:
         console.print(f"report: {json_path}")
     if baseline:
-        return _regression_gate(run.id, dev.name, baseline, fail_on_regression)
+        return _regression_gate(run.id, dev.name, baseline, fail_on_regression, rerun)
     return 0
 
 
@@ -196,7 +255,8 @@ def _resume(run_id: str, jobs: int, json_path: Path | None, baseline: str | None
     report.results = st.run_results(run_id)  # the whole run, not only what this process added
     if json_path:
         write_report(report, json_path)
-    return _summary(report, dev, json_path, baseline, fail_on_regression)
+    return _summary(report, dev, json_path, baseline, fail_on_regression,
+                    _local_rerun(report, dev) if baseline else None)
 
 
 def _load_catalog(source: str, limit: int | None) -> Catalog:
@@ -226,15 +286,16 @@ def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list
     outcome, report = broker_sweep(entries, device, checks, trigger=Trigger(trigger), store=Store(),
                                    catalog_source=catalog.source, snapshot_id=catalog.snapshot_id, scope=scope,
                                    on_progress=on_progress)
-    if outcome.state != "complete":
+    if outcome.state != RunState.COMPLETE:
         console.print(f"some architectures of run {outcome.run_id} never reported back")
     if json_path:
         write_report(report, json_path)
     return report
 
 
-def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
-    verdict = regression_gate(Store(), run_id, device, baseline, fail_on_regression)
+def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool,
+                     rerun: Rerun | None = None) -> int:
+    verdict = regression_gate(Store(), run_id, device, baseline, fail_on_regression, rerun)
     for line in verdict.lines:  # never wrapped: one regression per line, for a CI log's grep
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     return verdict.code

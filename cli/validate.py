@@ -15,6 +15,7 @@ from pathlib import Path
 
 from cli.console import fail
 from cli.suggest import unknown
+from compat.identity import Identity, parse
 from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check
 from compat.settings import get_settings
 from worker.catalog.names import catalog_names
@@ -36,6 +37,15 @@ def device(name: str, origin: str = "") -> str:
     return normalize(name)
 
 
+def stored_device(name: str) -> str:
+    """A device a read names: a device name (``neuron``) or a stored identity (``neuron (trn3, strict)``), the
+    device's spelling checked as ``device`` checks it. The store decides whether it has that identity."""
+    ident = parse(name)
+    if ident is None or ident.profile is None and not ident.strict:
+        return device(name)
+    return Identity(device(ident.name), ident.profile, ident.strict).label
+
+
 def source(name: str) -> str:
     if name not in SOURCES:
         raise fail(unknown("source", name, SOURCES))
@@ -43,7 +53,7 @@ def source(name: str) -> str:
 
 
 def checks(values: Sequence[str] | None) -> list[Check]:
-    """``--checks load,forward --checks compile`` -> checks; ``all`` = the five, ``default`` = the four."""
+    """``--checks load,forward --checks compile`` -> checks; ``all`` = every check (compat.results.ALL_CHECKS), ``default`` = DEFAULT_CHECKS."""
     if not values:
         return list(DEFAULT_CHECKS)
     out: list[Check] = []

@@ -2,8 +2,9 @@
 
 The read rules (docs/ARCHITECTURE.md, "Read rules") are applied here and nowhere else: which run (latest, headline,
 baseline) is ``service.runs``; one run's headline (with its range across decisions) is ``service.headline``;
-supported, blockers/unlocks, ops on the CPU and regressions are the pure rules of ``compat.results``,
-``compat.decisions`` and ``compat.diff``. Reads first mark runs whose owner is lost ``interrupted``
+supported, what blocks an architecture, ops on the CPU and regressions are the pure rules of ``compat.results``,
+``compat.blocking``, ``compat.decisions`` and ``compat.diff``; blockers, chains and unlocks (``compat.chains``) are
+read by ``service.blockers``. Reads first mark runs whose owner is lost ``interrupted``
 (``service.lifecycle.reap``), so no page shows a dead run as in progress.
 """
 
@@ -15,24 +16,23 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from compat import status_filter
-from compat.coverage import blockers as rank_blockers
-from compat.coverage import fallback_ranking
-from compat.diff import FINISHED_STATES, diff_results
+from compat.blocking import blocking_record
 from compat.results import (
-    CHECK_ORDER,
-    FAILURE_STATUSES,
     RunKind,
     is_ranked,
     is_supported_statuses,
     run_kind,
 )
+from compat.states import FINISHED_STATES, RunState, SubmissionState
 from compat.verdict_text import verdict_text
 from service import schemas as S
 from service import submissions as submission_rules
+from service.blockers import blockers_out
 from service.declared_support import declared_lists
+from service.diffs import diff_runs, run_diff  # noqa: F401 - the diff reads, served from here like every read
 from service.headline import device_coverage, frac
 from service.lifecycle import reap
-from service.models import Architecture, Device, Result, Run, Submission
+from service.models import Architecture, Result, Run, Submission
 from service.records import aware, row_to_record
 from service.rollup import ArchOutcome, CatalogRow, run_counts, run_view
 from service.runs import (
@@ -41,14 +41,14 @@ from service.runs import (
     baseline_run,
     check_device,
     device_names,
+    device_row,
     finished_sweeps,
     get_run_row,
     latest_results_in,
     latest_run,
     latest_runs_of,
-    run_records,
+    rerun_of,
     run_scope_label,
-    selection_of,
 )
 
 # The API's spelling of ``compat.status_filter``'s vocabulary (the matrix page accepts the same words).
@@ -60,8 +60,8 @@ def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[
     """One run (``run_id``), or the headline run of ``device`` (NotFound when it has none), or of every device."""
     if run_id is not None:
         run = get_run_row(session, run_id)
-        if device is not None and run.device != device:
-            raise NotFound(f"run {run_id!r} is on {run.device!r}, not {device!r}")
+        if device is not None and device not in (run.identity, run.device):
+            raise NotFound(f"run {run_id!r} is on {run.identity or run.device!r}, not {device!r}")
         return [run]
     if device is not None:
         run = latest_run(session, check_device(session, device))
@@ -72,13 +72,19 @@ def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[
 
 
 def list_devices(session: Session) -> list[S.DeviceOut]:
-    """Every measured device with its headline run (``last_run_id``: the latest full finished run)."""
+    """Every measured device identity (``neuron (trn2)``, ``neuron (trn3, strict)``, ``cpu``) with its headline run
+    (``last_run_id``: the latest full finished run)."""
     out = []
-    for d in session.scalars(select(Device).order_by(Device.name)):
-        run = latest_run(session, d.name)
-        out.append(S.DeviceOut(name=d.name, simulated=d.simulated, description=d.description,
-                               torch_version=d.torch_version, backend_version=d.backend_version,
-                               last_run_id=run.id if run else None))
+    for ident in device_names(session):
+        run = latest_run(session, ident)
+        newest = session.scalars(select(Run).where(Run.identity == ident).order_by(*_ORDER).limit(1)).first()
+        d = device_row(session, newest.device) if newest is not None else None
+        out.append(S.DeviceOut(name=ident, simulated=d.simulated if d else False,
+                               description=d.description if d else "", torch_version=d.torch_version if d else "",
+                               backend_version=d.backend_version if d else "", last_run_id=run.id if run else None,
+                               device=newest.device if newest else ident,
+                               profile=newest.profile if newest else None,
+                               strict=bool(newest.strict) if newest else False))
     return out
 
 
@@ -91,7 +97,7 @@ def coverage(session: Session, device: str | None = None, run_id: str | None = N
 def coverage_history(session: Session, device: str) -> S.CoverageHistory:
     """Supported/total of every finished full run of ``device`` (selections and unfinished runs would draw drops
     that are not there)."""
-    check_device(session, device)
+    device = check_device(session, device)
     runs = session.scalars(finished_sweeps(device).order_by(None).order_by(Run.started, Run.id)).all()
     points = []
     for run in runs:
@@ -109,7 +115,7 @@ def _row(c: CatalogRow, run: Run, o: ArchOutcome | None) -> S.ArchitectureRow:
     o = o or ArchOutcome()
     return S.ArchitectureRow(
         name=c.architecture, rank=c.rank, model_type=c.model_type, downloads=c.downloads,
-        representative=c.representative, remote_code=c.remote_code, device=run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
+        representative=c.representative, remote_code=c.remote_code, device=run.identity or run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
         fallback_ops=o.fallback_ops,
         blocking_op=o.blocking_op, error=o.error,
     )
@@ -157,7 +163,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         supported[dev] = is_supported_statuses({str(r.check): str(r.status) for r in latest if r.device == dev})
         verdicts[dev] = verdict_text(r for r in latest if r.device == dev)
     rows = session.execute(
-        select(Result.run_id, Result.device, Result.check, Result.status, Run.started, Run.trigger,
+        select(Result.run_id, Run.identity, Result.check, Result.status, Run.started, Run.trigger,
                Run.submission_id, Run.submitted_model_id, Run.submitted_revision, Run.config_digest)
         .join(Run, Run.id == Result.run_id).where(Result.architecture == name)
         .order_by(Run.started.desc(), Run.id.desc(), Result.id)
@@ -173,10 +179,8 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         hp.statuses[check] = status
     for hp in history.values():
         hp.supported = is_supported_statuses(hp.statuses)
-    # What blocks it: the first check, in check order, that failed on the device (``FAILURE_STATUSES``); a check
-    # that ended reference_fail or harness_error says nothing about the device and is shown as its own status only.
-    failing = next((r for r in sorted(latest, key=lambda r: CHECK_ORDER.get(str(r.check), 99))
-                    if r.status in FAILURE_STATUSES), None)
+    # What blocks it: the one rule (compat.blocking); a reference_fail or harness_error is its own status only.
+    failing = blocking_record(latest)
     return S.ArchitectureDetail(
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
         downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
@@ -184,7 +188,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         latest_runs=latest_runs_of(session, name),
         history=[h for h in history.values() if h.kind == RunKind.SWEEP],
         submitted=[h for h in history.values() if h.kind == RunKind.SUBMISSION],
-        blocking_op=next((r.blocking_op for r in latest if r.blocking_op), None),
+        blocking_op=failing.blocking_op if failing else None,
         error=f"{failing.error.type}: {failing.error.message}" if failing and failing.error else None,
         repro=(failing.repro if failing else None) or next((r.repro for r in latest if r.repro), None),
         badge_url=f"/api/v1/badges/{name}.svg",
@@ -198,12 +202,13 @@ def _summary(session: Session, run: Run) -> dict:
         total, supported, results = run.arch_count or 0, run.supported_count, run.result_count or 0
     planned = run.planned_count or 0
     return dict(id=run.id, trigger=run.trigger, kind=run_kind(run.trigger), submission_id=run.submission_id,
-                device=run.device, state=run.state, started=aware(run.started),
+                device=run.identity or run.device, state=run.state, started=aware(run.started),
                 finished=aware(run.finished), catalog_source=run.catalog_source, snapshot_id=run.snapshot_id,
                 scope=run.scope, scope_label=run_scope_label(run, total),
                 versions=run.versions or {}, checks=run.checks or [], planned=planned,
                 results=results, missing=max(0, planned - results), total=total, supported=supported,
-                end_reason=run.end_reason)
+                end_reason=run.end_reason, device_name=run.device, profile=run.profile, strict=bool(run.strict),
+                determinants=run.determinants or {}, rerun_of=run.rerun_of, rerun=rerun_of(session, run.id))
 
 
 def list_runs(session: Session, *, device: str | None = None, trigger: str | None = None,
@@ -213,7 +218,7 @@ def list_runs(session: Session, *, device: str | None = None, trigger: str | Non
     reap(session)
     cond = []
     if device is not None:
-        cond.append(Run.device == check_device(session, device))
+        cond.append(Run.identity == check_device(session, device))
     if trigger is not None:
         cond.append(Run.trigger == str(trigger))
     if state is not None:
@@ -253,7 +258,7 @@ def store_fingerprint(session: Session) -> tuple:
     newest_result = session.scalar(select(func.max(Result.id)))
     runs = session.execute(select(
         func.count(Run.id), func.max(Run.started), func.max(Run.finished),
-        func.sum(case((Run.state == "running", 1), else_=0)), func.sum(Run.data_version),
+        func.sum(case((Run.state == RunState.RUNNING.value, 1), else_=0)), func.sum(Run.data_version),
     )).one()
     return (newest_result, *runs)
 
@@ -271,74 +276,10 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
                        result_list=results)
 
 
-def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:
-    """Run a to run b by architecture, by the gate's rule (``compat.diff.diff_results``); a selection run b is
-    compared over its own selection."""
-    ra, rb = get_run_row(session, a), get_run_row(session, b)
-    va, vb = run_view(session, ra), run_view(session, rb)
-    only = selection_of(session, b)
-    keep = set(only) if only is not None else None
-    oa = {n: o for n, o in va.outcomes.items() if keep is None or n in keep}
-    ob = {n: o for n, o in vb.outcomes.items() if keep is None or n in keep}
-    diff = diff_results(run_records(session, a), run_records(session, b), baseline_run=a, current_run=b, only=only)
-    regressed, fixed = set(diff.regressed_architectures), set(diff.fixed_architectures)
-    by_arch: dict[str, set[str]] = {}
-    for c in (*diff.regressions, *diff.fixes):
-        by_arch.setdefault(c.architecture, set()).add(c.check)
-    ranks = {c.architecture: c.rank for c in va.catalog} | {c.architecture: c.rank for c in vb.catalog}
-    out = S.ArchitectureDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[],
-                    regressed_checks=len(diff.regressions), fixed_checks=len(diff.fixes),
-                    missing_checks=len(diff.missing))
-    for name in sorted(set(oa) | set(ob), key=lambda n: (ranks.get(n, 10**9), n)):
-        x, y = oa.get(name), ob.get(name)
-        before, after = (x.statuses if x else {}), (y.statuses if y else {})
-        changed = sorted(c for c in set(before) | set(after) if before.get(c) != after.get(c))
-        entry = S.DiffEntry(architecture=name, rank=ranks.get(name), before=before, after=after,
-                            changed_checks=changed)
-        if name in regressed:
-            out.regressions.append(entry)
-        elif name in fixed:
-            out.fixes.append(entry)
-        elif x is None:
-            out.new.append(entry)
-        elif y is None:
-            out.removed.append(entry)
-        elif changed:
-            out.changed.append(entry)
-    return out
-
-
 def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:
-    """``compat.coverage.blockers`` over the headline run of each device (or of ``device``, or one run), merged
-    across devices by op; architectures by rank."""
-    by_op: dict[str, S.Blocker] = {}
-    on_cpu: dict[str, S.FallbackOp] = {}
-    ranks: dict[str, int] = {}
-    for run in _runs_for(session, device, run_id):
-        view = run_view(session, run)
-        ranks.update({c.architecture: c.rank for c in view.catalog if c.architecture not in ranks})
-        records = run_records(session, run.id)
-        for f in fallback_ranking(records):
-            item = on_cpu.setdefault(f.op, S.FallbackOp(op=f.op, count=0, architectures=[]))
-            item.architectures = sorted(set(item.architectures) | set(f.architectures))
-            item.offloads = sorted(set(item.offloads) | set(f.offloads))
-            item.count = len(item.architectures)
-        for b in rank_blockers(records):
-            item = by_op.setdefault(b.op, S.Blocker(op=b.op, count=0, architectures=[]))
-            item.architectures = sorted(set(item.architectures) | set(b.architectures))
-            item.unlocks = sorted(set(item.unlocks) | set(b.unlocks))
-            item.variants = sorted(set(item.variants) | set(b.variants))
-            item.checks = sorted(set(item.checks) | set(b.checks))
-    big = 10**9
-    for item in by_op.values():
-        item.count = len(item.architectures)
-        item.architectures.sort(key=lambda n: (ranks.get(n, big), n))
-        item.unlocks.sort(key=lambda n: (ranks.get(n, big), n))
-        best = min((ranks.get(n, big) for n in item.architectures), default=big)
-        item.best_rank = best if best < big else None
-    items = sorted(by_op.values(), key=lambda b: (-b.count, -len(b.unlocks), b.op))
-    fallback = sorted(on_cpu.values(), key=lambda f: (-len(f.offloads), -f.count, f.op))
-    return S.Blockers(device=device, run_id=run_id, items=items, fallback=fallback)
+    """``compat.chains.blocker_report`` over the headline run of each device (or of ``device``, or one run), with
+    each run's measured chains; ``compat.coverage.fallback_ranking`` merged by op. Architectures by rank."""
+    return blockers_out(session, _runs_for(session, device, run_id), device, run_id)
 
 
 def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredCoverage:
@@ -380,9 +321,9 @@ def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
         rows = session.scalars(select(Result).where(Result.run_id == sub.run_id).order_by(Result.id))
         results = [row_to_record(r) for r in rows]
     position = None
-    if sub.state == "queued":  # one FIFO queue (in-process or the broker's): queued rows ahead of this one, plus it
+    if sub.state == SubmissionState.QUEUED:  # one FIFO queue (in-process or the broker's): queued rows ahead of this one, plus it
         position = 1 + (session.scalar(select(func.count()).select_from(Submission).where(
-            Submission.state == "queued", Submission.id < sub.id)) or 0)
+            Submission.state == SubmissionState.QUEUED.value, Submission.id < sub.id)) or 0)
     model_type = sub.config.get("model_type") if isinstance(sub.config, dict) else None
     return S.SubmissionOut(id=sub.id, state=sub.state, model_id=sub.model_id, revision=sub.revision,
                            architecture=sub.architecture, run_id=sub.run_id, error=sub.error,

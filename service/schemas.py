@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from compat.results import ResultRecord
+from compat.states import SubmissionState
 
 DECLARED_LABEL = "declared, not measured"
 
@@ -65,6 +66,7 @@ class DeviceCoverage(BaseModel):
     native_percent: str = ""
     failing: int = 0
     profile: str | None = None
+    strict: bool = False  # no CPU fallback; ``device`` is the identity (compat.identity), e.g. "neuron (trn2)"
     per_check: list[CheckCoverage] = Field(default_factory=list)
     # The headline's range across the run's measured decisions (compat.decisions.headline_range); without any,
     # low = high = supported and ``range_text`` is the plain head. ``range_text`` is the one spelling: show it as is.
@@ -181,6 +183,13 @@ class RunSummary(BaseModel):
     total: int  # architectures in the run's catalog
     supported: int
     end_reason: str | None = None  # why an interrupted run was interrupted
+    # ``device`` is the identity (compat.identity: "neuron (trn2)"); ``device_name`` the torch device alone.
+    device_name: str = ""
+    profile: str | None = None
+    strict: bool = False
+    determinants: dict[str, str] = Field(default_factory=dict)  # compat.moved: what determines its results
+    rerun_of: str | None = None  # the run whose regressed keys this run re-ran (the flake guard)
+    rerun: str | None = None  # the flake guard's re-run of this run's regressed keys
 
 
 class RunPage(BaseModel):
@@ -230,18 +239,58 @@ class ArchitectureDiff(BaseModel):
     regressed_checks: int = 0
     fixed_checks: int = 0
     missing_checks: int = 0  # passed in a, no verdict or absent in b: never a regression
+    # compat.diff.RunDiff's own rows: what moved between a and b (above the regressions), the confirmed
+    # regressions and the flaky ones per check (a re-run in a fresh process passed: never gated on), and the new
+    # failures' signatures. ``rerun``: the flake guard's re-run of b (None: b's regressions were not re-run).
+    moved: list[dict[str, Any]] = Field(default_factory=list)
+    regressed: list[dict[str, Any]] = Field(default_factory=list)
+    flaky: list[dict[str, Any]] = Field(default_factory=list)
+    flaky_checks: int = 0
+    signatures: list[dict[str, Any]] = Field(default_factory=list)
+    rerun: str | None = None
 
 
 class Blocker(BaseModel):
-    """``compat.coverage.blockers``: an op failing support checks, the architectures it blocks and unlocks."""
+    """``compat.chains.Blocker``: an op in the blocker chains, the architectures it blocks and unlocks."""
 
     op: str
-    count: int  # architectures blocked
+    count: int  # architectures whose chain holds it
     architectures: list[str]  # by rank
-    unlocks: list[str] = Field(default_factory=list)  # blocked by this op alone
+    first: list[str] = Field(default_factory=list)  # it is their first blocker
+    # whole chain is {op} and ends in a pass; null = unknown (only first blockers known on this device or run)
+    unlocks: list[str] | None = Field(default_factory=list)
     variants: list[str] = Field(default_factory=list)  # e.g. "aten::histc (Long)"
     checks: list[str] = Field(default_factory=list)
     best_rank: int | None = None
+    message: str = ""  # "implement aten::x to unlock N architecture(s) ...", the CLI's sentence
+
+
+class ChainLink(BaseModel):
+    op: str  # e.g. "aten::sort (Int)"
+    check: str
+    status: str
+
+
+class ChainOut(BaseModel):
+    """``compat.chains.Chain``: one architecture's blockers in the order the device meets them, and how it ends."""
+
+    architecture: str
+    device: str
+    rank: int | None = None
+    links: list[ChainLink]
+    ops: list[str]  # op names, in order
+    end: str  # pass | failure | no_verdict | stuck | capped | unknown (only the first blocker is known)
+    detail: str = ""
+    text: str  # "aten::sort (Int) → aten::_grouped_mm (Float, Int) → pass"
+
+
+class UnlockSetOut(BaseModel):
+    """``compat.chains.UnlockSet``: ops that together unlock the architectures whose whole chain they are."""
+
+    ops: list[str]
+    count: int
+    architectures: list[str]
+    message: str
 
 
 class FallbackOp(BaseModel):
@@ -258,6 +307,10 @@ class Blockers(BaseModel):
     run_id: str | None
     items: list[Blocker]
     fallback: list[FallbackOp] = Field(default_factory=list)
+    unlock_sets: list[UnlockSetOut] = Field(default_factory=list)  # "sort + _grouped_mm unlock 51"
+    chains: list[ChainOut] = Field(default_factory=list)  # a chain per blocked architecture, by rank
+    measured: bool = False  # chains measured (else only the first blocker is known)
+    note: str = ""  # what the chains are and how far they are known, in words (compat.chains.BlockerReport.note)
 
 
 class DeclaredCoverageRow(BaseModel):
@@ -282,12 +335,15 @@ class DeclaredCoverage(BaseModel):
 
 
 class DeviceOut(BaseModel):
-    name: str
+    name: str  # the identity (compat.identity), e.g. "neuron (trn2)": what ``device=`` takes
     simulated: bool
     description: str
     torch_version: str
     backend_version: str
     last_run_id: str | None = None
+    device: str = ""  # the torch device alone, e.g. "neuron"
+    profile: str | None = None
+    strict: bool = False
 
 
 class SubmissionCreated(BaseModel):
@@ -298,7 +354,7 @@ class SubmissionCreated(BaseModel):
 
 class SubmissionOut(BaseModel):
     id: int
-    state: Literal["queued", "running", "done", "failed"]
+    state: SubmissionState
     model_id: str | None = None
     revision: str | None = None
     architecture: str | None = None

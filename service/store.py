@@ -13,7 +13,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from compat.chains import Chain
 from compat.decisions import DecisionEffect
+from compat.identity import identity_of
 from compat.lifecycle import DEFAULT_SILENCE_S
 from compat.results import (
     ArchitectureEntry,
@@ -26,6 +28,7 @@ from compat.results import (
     Scope,
     Trigger,
 )
+from compat.states import RESUMABLE_STATES, RunState, SubmissionState
 from service import db, runs
 from service.lifecycle import reap, this_host
 from service.models import (
@@ -40,10 +43,9 @@ from service.models import (
 )
 from service.records import aware, record_to_row, row_to_record
 from service.rollup import run_counts
+from service.run_fields import RUN_CATALOG_COLUMNS, catalog_columns, provenance_columns
 
 RESULT_KEY = ("run_id", "architecture", "device", "check")
-SUBMISSION_STATES = ("queued", "running", "done", "failed")
-RESUMABLE_STATES = ("interrupted", "incomplete")
 
 
 class RunStateError(ValueError):
@@ -112,29 +114,24 @@ class Store:
             existing = s.get(Run, run.id)
             if existing is None:
                 prov = run.provenance
+                mode = run.determinants.get("mode")
+                ident = identity_of(dev.name, dev.details, None if mode is None else mode == "strict")
                 s.add(Run(
                     id=run.id, trigger=str(run.trigger), device=dev.name, catalog_source=run.catalog_source,
                     snapshot_id=run.snapshot_id, versions=run.versions, checks=[str(c) for c in run.checks],
                     device_info=dev.model_dump(mode="json"), started=run.started, finished=run.finished,
-                    state="running", submission_id=prov.submission_id if prov else None,
-                    submitted_model_id=prov.model_id if prov else None,
-                    submitted_revision=prov.revision if prov else None,
-                    config_digest=prov.config_digest if prov else None, scope=str(run.scope),
+                    state=RunState.RUNNING.value, **provenance_columns(prov), scope=str(run.scope),
                     owner_host=this_host() if owned else None, owner_pid=os.getpid() if owned else None,
-                    heartbeat=now,
+                    heartbeat=now, identity=ident.label, profile=ident.profile, strict=ident.strict,
+                    determinants=dict(run.determinants) or None, rerun_of=run.rerun_of,
                 ))
                 s.flush()
             if run.trigger != Trigger.SUBMISSION:
                 # The catalog row is the sweeps' (rank, downloads, representative from the Hub); a submission's
                 # entry (rank 1, whatever id was sent) lives on its run (run_architectures) and its submission only.
-                _upsert(s, Architecture, [{
-                    "name": a.name, "model_type": a.model_type, "rank": a.rank, "downloads": a.downloads,
-                    "representative": a.representative, "remote_code": a.remote_code,
-                } for a in architectures], ["name"])
-            _upsert(s, RunArchitecture, [{
-                "run_id": run.id, "architecture": a.name, "rank": a.rank, "model_type": a.model_type,
-                "representative": a.representative, "remote_code": a.remote_code, "downloads": a.downloads,
-            } for a in architectures], ["run_id", "architecture"])
+                _upsert(s, Architecture, [catalog_columns(a) for a in architectures], ["name"])
+            _upsert(s, RunArchitecture, [{"run_id": run.id, **catalog_columns(a, RUN_CATALOG_COLUMNS)}
+                                         for a in architectures], ["run_id", "architecture"])
             keys = sorted({(a, d, str(c)) for a, d, c in planned})
             _upsert(s, PlannedResult, [
                 {"run_id": run.id, "architecture": a, "device": d, "check": c} for a, d, c in keys
@@ -180,6 +177,15 @@ class Store:
             run.decisions = [e.model_dump(mode="json") for e in effects]
             run.data_version = (run.data_version or 0) + 1  # page caches key on it: the range must show at once
 
+    def set_chains(self, run_id: str, chains: list[Chain]) -> None:
+        """Keep the run's measured blocker chains (``compat.chains``); a second call replaces the first."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            run.chains = [c.model_dump(mode="json") for c in chains]
+            run.data_version = (run.data_version or 0) + 1  # page caches key on it
+
     def finish_run(self, run_id: str) -> str:
         """Close a run: ``complete`` only when every planned key has a result, else ``incomplete``."""
         with self.session() as s:
@@ -187,7 +193,7 @@ class Store:
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
             missing = runs.missing_count(s, run_id)
-            run.state = "complete" if missing == 0 else "incomplete"
+            run.state = (RunState.COMPLETE if missing == 0 else RunState.INCOMPLETE).value
             run.end_reason = None
             run.arch_count, run.supported_count, run.result_count = run_counts(s, run)
             run.data_version = (run.data_version or 0) + 1
@@ -208,7 +214,7 @@ class Store:
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
             if run.state not in RESUMABLE_STATES:
-                why = "its owner is still running it" if run.state == "running" else "it has every result"
+                why = "its owner is still running it" if run.state == RunState.RUNNING else "it has every result"
                 raise RunStateError(f"run {run_id} is {run.state}: cannot resume ({why})")
             if run.trigger == str(Trigger.SUBMISSION):
                 raise RunStateError(f"run {run_id} is a submission run: resubmit the model instead")
@@ -217,14 +223,15 @@ class Store:
                 .where(PlannedResult.run_id == run_id))]
             stored = {tuple(k) for k in s.execute(
                 select(Result.architecture, Result.device, Result.check).where(Result.run_id == run_id))}
-            run.state, run.end_reason, run.finished = "running", None, None
+            run.state, run.end_reason, run.finished = RunState.RUNNING.value, None, None
             run.owner_host, run.owner_pid, run.heartbeat = this_host(), os.getpid(), datetime.now(UTC)
             run.data_version = (run.data_version or 0) + 1
             info = RunInfo(id=run.id, trigger=Trigger(run.trigger), device=DeviceInfo(**(run.device_info or {})),
                            versions=run.versions or {}, catalog_source=run.catalog_source,
                            snapshot_id=run.snapshot_id, scope=Scope(run.scope or Scope.FULL),
                            checks=[Check(c) for c in run.checks or []], started=aware(run.started),
-                           provenance=Provenance() if run.submission_id else None)
+                           provenance=Provenance() if run.submission_id else None,
+                           determinants=run.determinants or {}, rerun_of=run.rerun_of)
             return info, sorted(planned), stored
 
     def run_state(self, run_id: str) -> tuple[str, int, int]:
@@ -262,6 +269,19 @@ class Store:
             run = runs.baseline_run(s, run_id, trigger=trigger)
             return run.id if run is not None else None
 
+    def determinants(self, run_id: str | None) -> dict[str, str] | None:
+        """What ``run_id`` recorded as determining its results (``compat.moved``); None when it recorded nothing."""
+        if run_id is None:
+            return None
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            return dict(run.determinants) if run is not None and run.determinants else None
+
+    def rerun_id(self, run_id: str) -> str | None:
+        """The flake guard's re-run of ``run_id`` (``runs.rerun_of``); None when its regressions were not re-run."""
+        with self.session() as s:
+            return runs.rerun_of(s, run_id)
+
     def selection(self, run_id: str) -> list[str] | None:
         """The architectures a selection run planned (a diff compares only those); None for a full run."""
         with self.session() as s:
@@ -277,19 +297,19 @@ class Store:
                     "architecture": sub.architecture, "state": sub.state, "run_id": sub.run_id,
                     "config_digest": sub.config_digest, "notes": list(sub.notes or [])}
 
-    def set_submission_state(self, submission_id: int, state: str, *, run_id: str | None = None,
+    def set_submission_state(self, submission_id: int, state: SubmissionState | str, *, run_id: str | None = None,
                              error: str | None = None, architecture: str | None = None,
                              config_digest: str | None = None, notes: list[str] | None = None,
                              config: dict | None = None) -> None:
         """Move a submission on; ``config``: the Hub config a run read, kept where no upload was (never replacing
         one), so ``compat repro --submission`` rebuilds what the run measured without the Hub."""
-        if state not in SUBMISSION_STATES:
+        if state not in set(SubmissionState):
             raise ValueError(f"unknown submission state {state!r}")
         with self.session() as s:
             sub = s.get(Submission, submission_id)
             if sub is None:
                 raise KeyError(f"unknown submission {submission_id}")
-            sub.state, sub.updated = state, datetime.now(UTC)
+            sub.state, sub.updated = SubmissionState(state).value, datetime.now(UTC)
             if run_id is not None:
                 sub.run_id = run_id
             if architecture is not None:
