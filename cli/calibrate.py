@@ -133,7 +133,9 @@ def calibrate(*, device: str, limit: int | None, arch: list[str] | None, json_pa
     configs = real_configs(evidence)
     targets, grouped = plan(evidence, configs, arch or (), limit)
     pairs = [(w, m) for (w, m), c in WORK_CHECKS.items() if c != Check.COMPILE or compile_check]
-    wanted = {WORK_CHECKS[p] for p in pairs if any(r.work == p[0] and r.mode == p[1]
+    # Only unpatched runs are compared (Observation.outcome_for's default): a check only patched runs ask for
+    # (the GRPO train run of Qwen3-8B) would run on every architecture and count nowhere.
+    wanted = {WORK_CHECKS[p] for p in pairs if any(r.work == p[0] and r.mode == p[1] and not r.patched
                                                    for obs in grouped.values() for o in obs for r in o.runs)}
     checks = [c for c in RUN_ORDER if c == Check.LOAD or c in wanted]
     entries = entries_for(targets, configs)
