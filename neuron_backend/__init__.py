@@ -26,7 +26,7 @@ does not pick the device, here or on real Trainium: accelerate 1.15.0 ``utils/mo
 ``"auto"`` sizes devices with, counts CUDA, MLU, SDAA, MUSA, NPU, HPU and XPU devices and has no neuron branch (it
 falls back to the CPU), so only ``device_map="neuron"`` targets the device (read from the code, not run on hardware).
 Autoload: PyTorch imports this package whenever torch is imported in the venv, through the ``torch.backends`` entry
-point ``neuron_backend = "neuron_backend:_autoload"`` (pyproject.toml; torch 2.13.0 ``torch/__init__.py``
+point ``neuron_backend = "neuron_backend.autoload:load"`` (pyproject.toml; torch 2.13.0 ``torch/__init__.py``
 ``_import_device_backends``), as TorchNeuron autoloads; ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns it off. Once
 registered, a ``torch_neuronx`` module stands in ``sys.modules`` (simulated_torch_neuronx.py), so Transformers,
 Accelerate and TRL take their Neuron branches as on real Trainium. The ``neuron`` torch.compile backend is entered in
@@ -59,14 +59,6 @@ if SIMULATED:
     from neuron_backend import simulated_torch_neuronx as _simulated_torch_neuronx
 
     _simulated_torch_neuronx.install()  # last: the libraries that find it expect the device complete
-
-
-
-def _autoload() -> None:
-    """The ``torch.backends`` entry point torch calls on ``import torch``: importing this package registered the
-    device already (or stood aside for a real torch-neuronx), as the real package's ``_autoload`` relies on its
-    import (torch_neuronx/__init__.py in parmoham-aws/test-repo-parmoham @ 67d8dc4a52b14ff2d6e5023ba8487b41271e982e)."""
-
 
 from neuron_backend.api import (  # noqa: E402
     clear_op_tracking,

@@ -51,7 +51,7 @@ def autoload_path(tmp_path_factory) -> Path:
 
 
 def test_pyproject_declares_the_autoload_entry_point() -> None:
-    assert declared_entry_points() == {"neuron_backend": "neuron_backend:_autoload"}
+    assert declared_entry_points() == {"neuron_backend": "neuron_backend.autoload:load"}
 
 
 def test_import_torch_alone_gives_the_device_and_keeps_dynamo_unloaded(autoload_path: Path) -> None:
@@ -65,6 +65,17 @@ def test_import_torch_alone_gives_the_device_and_keeps_dynamo_unloaded(autoload_
     """, autoload_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:3] == ["neuron:0 True True", "False False", "[3.0, 3.0]"]
+
+
+def test_import_neuron_backend_before_torch_with_autoload_on(autoload_path: Path) -> None:
+    """``import neuron_backend`` first (as ``compat calibrate`` does): the package imports torch, torch calls the entry
+    point while the package is still half-imported, and the entry point must resolve all the same."""
+    r = run("""
+        import neuron_backend, torch
+        print(neuron_backend.SIMULATED, torch.zeros(1, device="neuron").device)
+    """, autoload_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True neuron:0"
 
 
 def test_autoload_off_registers_nothing(autoload_path: Path) -> None:

@@ -13,8 +13,9 @@ import pytest
 
 from neuron_backend import observations as obsmod
 from neuron_backend.observations import EvidenceError, load
+from worker.catalog.corpus_models import CORPUS_DIR
 
-CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
+CONFIGS = CORPUS_DIR  # the cited config corpus, shipped as product data (issue 33)
 
 
 @pytest.fixture(scope="module")

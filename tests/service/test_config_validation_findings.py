@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
 from service import validation
 from service.config_limits import LIMITS, MAX_LAYER_EXPERTS, CapExceeded, check_caps
 from service.validation import InvalidInput, check_config
+from worker.catalog.corpus_models import CORPUS_DIR
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "configs"
+CORPUS = CORPUS_DIR  # the cited config corpus, shipped as product data (issue 33)
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
          "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -20,8 +19,9 @@ from service import submissions as rules
 from service.models import Architecture, Run, Submission
 from service.store import Store
 from service.submissions import SubmissionInput, SubmissionRejected, create_submission
+from worker.catalog.corpus_models import CORPUS_DIR
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "configs"
+CORPUS = CORPUS_DIR  # the cited config corpus, shipped as product data (issue 33)
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
          "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}
 

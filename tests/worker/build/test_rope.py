@@ -4,15 +4,15 @@ tiny_config): every rope_scaling variant Transformers 5.23 validates stays valid
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from compat.results import ArchitectureEntry
 from worker.build.rope import resample, split_sections
 from worker.build.tiny_config import shrink, shrink_dict, shrink_size_list
+from worker.catalog.corpus_models import CORPUS_DIR
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "configs"
+CORPUS = CORPUS_DIR  # the cited config corpus, shipped as product data (issue 33)
 
 
 def _tiny(name: str, **override: object):  # noqa: ANN202 - a PretrainedConfig
