@@ -14,7 +14,13 @@ import torch
 
 from compat.results import DISTRIBUTED_CHECKS, Check, ResultRecord, Status
 from worker.judge import judge
-from worker.judge.attribution import attribute
+from worker.judge.attribution import (
+    attribute,
+    error_info,
+    missing_package,
+    missing_package_reason,
+    reference_blame,
+)
 from worker.run.context import CheckContext
 from worker.run.finetune_checks import check_lora, check_sft, distributed_record
 from worker.run.optrace import OpRecorder
@@ -133,11 +139,14 @@ def run_check(ctx: CheckContext, check: Check) -> ResultRecord:
     try:
         verdict = CHECKS[check](ctx)
     except ReferenceFailure as exc:
-        return ResultRecord(**base, status=Status.REFERENCE_FAIL, reason=str(exc)[:500],
-                            duration_s=time.perf_counter() - t0)
+        status, reason = reference_blame(exc)
+        return ResultRecord(**base, status=status, reason=reason, duration_s=time.perf_counter() - t0)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a record
         duration = time.perf_counter() - t0
         fallback = dev.fallback_ops()
+        if (package := missing_package(exc)) is not None:  # the environment's, not the device's
+            return ResultRecord(**base, status=Status.HARNESS_ERROR, reason=missing_package_reason(package, str(exc)),
+                                error=error_info(exc), fallback_ops=fallback, duration_s=duration)
         att = attribute(exc)
         if not att.op_from_device:
             # The exception names no aten op of its own: re-run under the catcher to find the one that raised.
