@@ -21,7 +21,10 @@ from compat.diff import FINISHED_STATES, diff_results
 from compat.results import (
     CHECK_ORDER,
     FAILURE_STATUSES,
+    SUPPORT_CHECKS,
+    ResultRecord,
     RunKind,
+    arch_verdict,
     is_ranked,
     is_supported_statuses,
     run_kind,
@@ -145,6 +148,26 @@ def list_architectures(session: Session, *, status: str | None = None, check: st
                               page=page, per_page=per_page)
 
 
+def first_blocker(records: list[ResultRecord]) -> ResultRecord | None:
+    """What blocks an architecture, as read today: the first check, in check order, that failed on the device
+    (``FAILURE_STATUSES``); a check that ended reference_fail or harness_error says nothing about the device. The
+    one place the architecture page, its API item and a submission's verdict read it from."""
+    return next((r for r in sorted(records, key=lambda r: CHECK_ORDER.get(str(r.check), 99))
+                 if r.status in FAILURE_STATUSES), None)
+
+
+def verdict_of(records: list[ResultRecord]) -> S.SubmissionVerdict | None:
+    """One device's verdict over its records, by the architecture verdict's rule (compat.results.arch_verdict and
+    compat.verdict_text): what a submission shows, the same words as its architecture's page; None without records."""
+    if not records:
+        return None
+    blocker = first_blocker(records)
+    ops = [op for r in records if r.check in SUPPORT_CHECKS for op in r.fallback_ops]
+    return S.SubmissionVerdict(device=records[0].device, word=arch_verdict(records), text=verdict_text(records),
+                               fallback_ops=list(dict.fromkeys(ops)),
+                               blocking_op=blocker.blocking_op if blocker else None)
+
+
 def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
     arch = session.get(Architecture, name)
     has_results = session.scalar(select(Result.id).where(Result.architecture == name).limit(1))
@@ -155,7 +178,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
     verdicts: dict[str, str] = {}
     for dev in sorted({r.device for r in latest}):
         supported[dev] = is_supported_statuses({str(r.check): str(r.status) for r in latest if r.device == dev})
-        verdicts[dev] = verdict_text(r for r in latest if r.device == dev)
+        verdicts[dev] = verdict_of([r for r in latest if r.device == dev]).text  # type: ignore[union-attr]
     rows = session.execute(
         select(Result.run_id, Result.device, Result.check, Result.status, Run.started, Run.trigger,
                Run.submission_id, Run.submitted_model_id, Run.submitted_revision, Run.config_digest)
@@ -175,8 +198,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         hp.supported = is_supported_statuses(hp.statuses)
     # What blocks it: the first check, in check order, that failed on the device (``FAILURE_STATUSES``); a check
     # that ended reference_fail or harness_error says nothing about the device and is shown as its own status only.
-    failing = next((r for r in sorted(latest, key=lambda r: CHECK_ORDER.get(str(r.check), 99))
-                    if r.status in FAILURE_STATUSES), None)
+    failing = first_blocker(latest)
     return S.ArchitectureDetail(
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
         downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
@@ -390,4 +412,4 @@ def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
                            url=f"/api/v1/submissions/{sub.id}", results=results,
                            model_type=model_type if isinstance(model_type, str) else None,
                            config_digest=sub.config_digest, notes=list(sub.notes or []), queue_position=position,
-                           uploaded=submission_rules.uploaded(sub))
+                           uploaded=submission_rules.uploaded(sub), verdict=verdict_of(results))
