@@ -69,7 +69,9 @@ def check_load(ctx: CheckContext) -> judge.Verdict:
 def check_forward(ctx: CheckContext) -> judge.Verdict:
     logits = forward_logits(ctx.model, ctx.ref.inputs, ctx.device.torch_device)
     ctx.device.synchronize()
-    return judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
+    verdict = judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
+    verdict.fields.update(judge.fp32_error(logits, ctx.ref.logits))
+    return verdict
 
 
 def check_generate(ctx: CheckContext) -> judge.Verdict:
@@ -101,6 +103,7 @@ def check_compile(ctx: CheckContext) -> judge.Verdict:
         torch._dynamo.reset()
     verdict = judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
     verdict.metrics["backend"] = ctx.device.compile_backend
+    verdict.fields.update(judge.fp32_error(logits, ctx.ref.logits))
     return verdict
 
 
@@ -158,4 +161,5 @@ def run_check(ctx: CheckContext, check: Check) -> ResultRecord:
                             peak_mem_mb=dev.peak_memory_mb())
     duration = time.perf_counter() - t0
     return ResultRecord(**base, status=verdict.status, metrics=verdict.metrics, reason=verdict.reason,
-                        fallback_ops=dev.fallback_ops(), duration_s=duration, peak_mem_mb=dev.peak_memory_mb())
+                        fallback_ops=dev.fallback_ops(), duration_s=duration, peak_mem_mb=dev.peak_memory_mb(),
+                        **verdict.fields)
