@@ -6,6 +6,7 @@ backend table, so the real ``requires_backends`` raises its real message."""
 from __future__ import annotations
 
 import pytest
+from transformers.models.gpt2 import modeling_gpt2
 from transformers.utils import import_utils
 
 from compat.results import ArchitectureEntry, Check, Status
@@ -49,8 +50,6 @@ def test_a_build_that_lacks_a_package_is_a_harness_error_naming_it(monkeypatch: 
 
 def test_a_reference_that_lacks_a_package_is_a_harness_error_not_reference_fail(monkeypatch: pytest.MonkeyPatch
                                                                                ) -> None:
-    from transformers.models.gpt2 import modeling_gpt2
-
     _pretend_missing(monkeypatch, "timm")
     forward = modeling_gpt2.GPT2Model.forward
 
