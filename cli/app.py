@@ -152,25 +152,26 @@ def _check_distributed_options(trigger: str, broker: bool, baseline: str | None,
 @app.command()
 def show(
     architecture: str = typer.Argument(..., help="architecture class name, e.g. LlamaForCausalLM"),
-    device: str = typer.Option(None, "--device", "-d", help="only this device"),
+    device: str = typer.Option(None, "--device", "-d", help="only this device, or identity: 'neuron (trn3)'"),
     json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
     log: bool = typer.Option(False, "--log", help="also print the captured log"),
     full: bool = typer.Option(False, "--full", help="print every error whole (default: cut at a sentence end)"),
 ) -> None:
     """Show the latest results of one architecture."""
-    device = validate.device(device) if device else None
+    device = validate.stored_device(device) if device else None
     _reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
 
 
 @app.command()
 def blockers(
-    device: str = typer.Option(None, "--device", "-d", help="device of the run (default: settings device)"),
+    device: str = typer.Option(None, "--device", "-d", help="device or identity, e.g. 'neuron (trn3)' (default: "
+                                                           "settings device, its default profile)"),
     json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
     top: int = typer.Option(20, "--top", min=1, help="show the top N ops"),
     run_id: str = typer.Option(None, "--run", help="this stored run instead of the device's headline run"),
 ) -> None:
     """What implementing ops unlocks: each blocked architecture's chain of blocking ops, ops ranked by it."""
-    device = validate.device(device) if device else None
+    device = validate.stored_device(device) if device else None
     if run_id is not None:
         _stored().run_id(run_id)
     _reads().blockers(device=device, json_path=json_path, top=top, run_id=run_id)
@@ -277,12 +278,14 @@ def runs_reap_cmd() -> None:
 
 @runs_app.command("list")
 def runs_list_cmd(
-    device: str = typer.Option(None, "--device", "-d", help="only this device's runs"),
+    device: str = typer.Option(None, "--device", "-d", help="only this device's runs (a name, or an identity: "
+                                                           "'neuron (trn3)')"),
     limit: int = typer.Option(20, "--limit", min=1, max=500, help="newest N runs"),
     kind: str = typer.Option("sweep", "--kind", help="sweep (the catalog), submission (one submitted config) or all"),
 ) -> None:
-    """List stored runs, newest first: id, device, trigger, state, scope, supported / total, results, age."""
-    device = validate.device(device) if device else None
+    """List stored runs, newest first: id, device identity, trigger, state, scope, supported / total, results,
+    age."""
+    device = validate.stored_device(device) if device else None
     if kind not in ("sweep", "submission", "all"):
         raise fail(f"--kind {kind!r}: use sweep, submission or all")
     _reads().runs_list(device=device, limit=limit, kind=kind)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cli.console import fail
 from cli.suggest import unknown
+from compat.identity import Identity, parse
 from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check
 from compat.settings import get_settings
 from worker.catalog.names import catalog_names
@@ -33,6 +34,15 @@ def device(name: str, origin: str = "") -> str:
         where = f"; it comes from {origin}" if origin else ""
         raise fail(unknown("device", name, KNOWN_DEVICES) + f" (optionally with :INDEX){where}")
     return normalize(name)
+
+
+def stored_device(name: str) -> str:
+    """A device a read names: a device name (``neuron``) or a stored identity (``neuron (trn3, strict)``), the
+    device's spelling checked as ``device`` checks it. The store decides whether it has that identity."""
+    ident = parse(name)
+    if ident is None or ident.profile is None and not ident.strict:
+        return device(name)
+    return Identity(device(ident.name), ident.profile, ident.strict).label
 
 
 def source(name: str) -> str:

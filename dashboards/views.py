@@ -7,6 +7,7 @@ This module holds the overview, matrix, architecture and blockers pages; runs an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -14,6 +15,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session
 
+from compat.identity import resolve as resolve_identity
 from compat.results import ALL_CHECKS
 from compat.settings import Settings
 from compat.states import RunState
@@ -61,8 +63,10 @@ def overview(request: Request, session: Session = Depends(get_session),
 
 def _overview_data(session: Session, top_n: int, lead_device: str) -> dict:
     """Everything the overview shows, from ``service.queries`` (cached per store state by the caller)."""
-    # The device under test leads; other devices (cpu, cuda...) follow by name.
-    cov = sorted(queries.coverage(session).items, key=lambda c: (c.device != lead_device, c.device))
+    # The device under test leads (its default profile: compat.identity.resolve); the other identities follow by name.
+    items = queries.coverage(session).items
+    lead_device = resolve_identity(lead_device, [c.device for c in items]) or lead_device
+    cov = sorted(items, key=lambda c: (c.device != lead_device, c.device))
     cov_top = {c.device: c for c in queries.coverage(session, top_n=top_n).items}
     running = [r for r in queries.list_runs(session, state=RunState.RUNNING, per_page=10).items if r.trigger != "submission"]
 
@@ -104,6 +108,9 @@ def matrix(request: Request, session: Session = Depends(get_session),
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
     rows, devices = PAGE_CACHE.get(session, ("matrix", settings.device), lambda: _matrix_rows(session, settings.device))
+    # A plain device name (``neuron``) names its default profile's identity (``neuron (trn2)``).
+    if query.device and query.device not in devices and (ident := resolve_identity(query.device, devices)):
+        query = replace(query, device=ident)
     # A filter naming no measured device or no check is said, not answered with an empty matrix.
     if query.device and query.device not in devices:
         return not_found(request, "Device", f"No finished full run on “{query.device}”; measured devices: "
@@ -131,7 +138,8 @@ def matrix(request: Request, session: Session = Depends(get_session),
 def _matrix_rows(session: Session, lead_device: str) -> tuple[list[mx.MatrixRow], list[str]]:
     """All architectures pivoted to matrix rows, with the cells changed since each device's previous run."""
     page = queries.list_architectures(session, per_page=1_000_000)
-    rows, devices = mx.pivot(page.items, devices_order=[lead_device])
+    lead = resolve_identity(lead_device, sorted({r.device for r in page.items})) or lead_device
+    rows, devices = mx.pivot(page.items, devices_order=[lead])
     latest_run_by_device = {r.device: r.run_id for r in page.items}
     for device, run_id in latest_run_by_device.items():
         prev = queries.previous_run_id(session, run_id)
