@@ -32,6 +32,7 @@ from compat.results import (
 )
 from compat.settings import get_settings
 from compat.states import RunState
+from compat.wording import plural
 from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
@@ -360,7 +361,7 @@ def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None
             cat = refresh_snapshot(limit, out, endpoint=endpoint, progress=on_fetch)
     except CatalogError as exc:
         raise fail(str(exc), 1) from None
-    console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")
+    console.print(f"snapshot {cat.snapshot_id}: {plural(len(cat.entries), 'architecture')}")
 
 
 

@@ -15,8 +15,9 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session
 
+from compat import status_filter
 from compat.identity import resolve as resolve_identity
-from compat.results import ALL_CHECKS
+from compat.results import ALL_CHECKS, arch_verdict
 from compat.settings import Settings
 from compat.states import RunState
 from dashboards import matrix as mx
@@ -25,7 +26,7 @@ from dashboards.changes import changed_cells, history_changes, latest_changes
 from dashboards.charts import Series, legend_items, line_chart
 from dashboards.run_views import router as run_router
 from dashboards.submit_views import router as submit_router
-from dashboards.templating import not_found, render
+from dashboards.templating import not_found, refused, render
 from service import queries
 from service.deps import app_settings, get_session
 
@@ -107,10 +108,17 @@ def matrix(request: Request, session: Session = Depends(get_session),
            settings: Settings = Depends(app_settings)) -> HTMLResponse:
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
+    if query.status:  # the API's vocabulary and its refusal (422), never a silently unfiltered matrix
+        try:
+            status_filter.normalise(query.status)
+        except ValueError as exc:
+            return refused(request, "Status filter", f"{exc}.", "/matrix", "Back to the matrix")
     rows, devices = PAGE_CACHE.get(session, ("matrix", settings.device), lambda: _matrix_rows(session, settings.device))
     # A plain device name (``neuron``) names its default profile's identity (``neuron (trn2)``).
     if query.device and query.device not in devices and (ident := resolve_identity(query.device, devices)):
         query = replace(query, device=ident)
+    ranked = PAGE_CACHE.get(session, ("matrix-ranked",),
+                            lambda: any(c.ranked for c in queries.coverage(session).items))
     # A filter naming no measured device or no check is said, not answered with an empty matrix.
     if query.device and query.device not in devices:
         return not_found(request, "Device", f"No finished full run on “{query.device}”; measured devices: "
@@ -130,7 +138,7 @@ def matrix(request: Request, session: Session = Depends(get_session),
     checks = [str(c) for c in ALL_CHECKS if any(c2 == str(c) for _, c2 in mx.columns(rows, devices, mx.MatrixQuery()))]
     return render(
         request, "matrix.html", page_title="Architecture matrix", query=query, rows=page_rows, cols=cols,
-        device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS,
+        device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS, ranked=ranked,
         shown_total=len(shown), all_total=len(rows), page=page_no, pages=pages,
     )
 
@@ -167,6 +175,9 @@ def architecture(name: str, request: Request, session: Session = Depends(get_ses
         request, "architecture.html", page_title=d.name, d=d, latest_run=latest_run,
         changed=latest_changes(d.history, latest_run.values()), history=history_changes(d.history),
         history_checks=history_checks, badge_markdown=badge,
+        # The verdict word per device (compat.results.arch_verdict, the headline's rule): the pill says "natively"
+        # or "with CPU fallback" as loudly as it says "supported".
+        verdict_words={dev: arch_verdict([r for r in d.latest if r.device == dev]) for dev in d.supported},
         submitted_checks=[str(c) for c in ALL_CHECKS if any(str(c) in h.statuses for h in d.submitted)],
     )
 
