@@ -4,7 +4,7 @@ beside the judged error against the CPU at the device's modelled precision (issu
 Rows stored before stay NULL: not measured, never 0.
 
 Revision ID: 0010
-Revises: 0012 (main's head when this branch merged; 0010 was this branch's assigned number)
+Revises: 0011 (main's head when this branch merged; 0010 was this branch's assigned number)
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0010"
-down_revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
