@@ -118,7 +118,8 @@ def entries_for(targets: list[Target], configs: dict[str, tuple[str, dict]]) -> 
 
 def calibrate(*, device: str, limit: int | None, arch: list[str] | None, json_path: Path | None, jobs: int,
               compile_check: bool) -> int:
-    """Run, compare, print the table, the agreement figure per check and the disagreements; write ``json_path``."""
+    """Run, compare, print the table, the agreement figure per check (the strict one first: the same result for the
+    same cause) and the disagreements; write ``json_path``."""
     try:  # the shipped data files: broken, they are this checkout's fault, not the user's input (exit 1)
         evidence = evidence_file.load()
         kept = load_notes(NOTES_PATH, evidence)
@@ -177,7 +178,8 @@ def _print(rows: list[Comparison], figures: list[Agreement], dev: Device, profil
     if profile and profile != "trn2":
         console.print(f"note: the observations are Trn2 hardware; this ran profile {profile}", highlight=False)
     for fig in figures:
-        for label, found in (("disagrees", fig.disagreements), ("agrees, differently", fig.differently)):
+        for label, found in (("disagrees", fig.disagreements), ("same outcome, different cause", fig.differently),
+                             ("same outcome, real cause not recorded", fig.cause_unknown)):
             for r in found:
                 # One line each, never wrapped: a log's grep and bench/README.md take them as they are.
                 console.print(f"{label}: {r.architecture} {r.check}: {r.cause}"
@@ -250,7 +252,10 @@ def _write_json(path: Path, dev: Device, checks: list[Check], rows: list[Compari
         "versions": device_versions(dev),
         "observations": str(evidence_file.DEFAULT_PATH.name),
         "checks": [str(c) for c in checks],
-        "agreement": [{"check": str(f.check), "agrees": f.agrees, "counted": f.counted,
+        # strict: the same result for the same cause (the headline); agrees: the same outcome, whatever the cause.
+        "agreement": [{"check": str(f.check), "strict": f.strict, "agrees": f.agrees, "counted": f.counted,
+                       "different_cause": [r.architecture for r in f.differently],
+                       "cause_unknown": [r.architecture for r in f.cause_unknown],
                        "not_counted": f.not_counted, "line": f.line()} for f in figures],
         "rows": [{**asdict(r), "check": str(r.check)} for r in rows],
         "results": [rec.model_dump(mode="json") for recs in records.values() for rec in recs],

@@ -16,6 +16,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from compat import forward_error
 from compat.coverage import FallbackOp, coverage
 from compat.ops import op_dtypes, op_name
 from compat.results import ALL_CHECKS, CHECK_ORDER, Check, ResultRecord, Status, check_headline, percent
@@ -98,8 +99,10 @@ def _detail(r: ResultRecord, known: list[str], seen: dict[str, str], label: str,
     detail, cut = r.reason or (r.error.message if r.error and r.error.message else ""), False
     if not full:
         detail, cut = shorten(detail)
-    if r.status == Status.PASS and "cosine" in r.metrics:
-        detail, cut = f"cosine {r.metrics['cosine']:.6f}, max abs err {r.metrics.get('max_abs_err', 0):.3g}", False
+    if r.status == Status.PASS and (errors := forward_error.error_text(r)):
+        detail, cut = errors, False
+    elif r.status == Status.MISMATCH and (fp32 := forward_error.fp32_figures(r)):
+        detail += f"; fp32 {fp32}"
     if detail and detail in seen:
         detail = f"same as {seen[detail]}"
     elif detail:
@@ -127,6 +130,8 @@ def results_table(records: list[ResultRecord], title: str, *, full: bool = False
     details = {id(r): _detail(r, known, seen, f"{r.check}" + (f" on {r.device}" if len(devices) > 1 else ""), full)
                for r in records}
     notes = [f"known issue {i}: {text}" for i, text in enumerate(known, 1)]
+    if (why := forward_error.why_note(records)) is not None:
+        notes.append(why)
     if any(cut for _text, cut in details.values()):
         notes.append(f"{SHORTENED.strip()} an error cut at a sentence end; all of it:\n    {whole_hint}")
     if len(devices) == 1:

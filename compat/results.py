@@ -178,6 +178,12 @@ class ResultRecord(BaseModel):
     peak_mem_mb: float | None = None
     repro: str | None = None  # command that reproduces this result
     log: str | None = None  # captured stdout/stderr of the architecture run
+    # forward/compile: the device's logits against the plain fp32 CPU run (no bf16 emulation), what `compat repro`
+    # prints. The judged error (metrics max_abs_err/cosine) is against the CPU at the device's modelled precision
+    # (policy bf16_matmul: matmul operands rounded to bf16), which on the simulated device runs the same kernels
+    # with the same rounding and so is 0; this is what that rounding costs. None: not measured (older records).
+    fp32_max_abs_err: float | None = None
+    fp32_cosine: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from compat import forward_error
 from compat.ops import op_dtypes
 from compat.text_cut import shorten
 from compat.wording import plural
@@ -93,8 +94,9 @@ def _build_env() -> Environment:
         auto_reload=False,  # templates ship with the package; skip the per-render mtime check
     )
     env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text, plural=plural,
-                       ticks=ticks, source_link=source_link, op_dtypes=op_dtypes)
-    env.globals.update(status_cell=status_cell, style_for=style_for, status_legend=legend, nav=NAV, ratio=ratio)
+                       ticks=ticks, source_link=source_link, op_dtypes=op_dtypes, forward_errors=forward_error.error_text)
+    env.globals.update(status_cell=status_cell, style_for=style_for, status_legend=legend, nav=NAV, ratio=ratio,
+                       forward_error_note=forward_error.why_note)
     return env
 
 

@@ -176,6 +176,8 @@ class Result(Base):
     peak_mem_mb: Mapped[float | None] = mapped_column(Float)
     repro: Mapped[str | None] = mapped_column(Text)
     log: Mapped[str | None] = mapped_column(Text)
+    fp32_max_abs_err: Mapped[float | None] = mapped_column(Float)  # migration 0010
+    fp32_cosine: Mapped[float | None] = mapped_column(Float)
 
     __table_args__ = (
         # Idempotent ingest: a re-delivered result replaces the row with this key.

@@ -18,7 +18,10 @@ from sqlalchemy.orm import Session
 from compat import status_filter
 from compat.blocking import blocking_record
 from compat.results import (
+    SUPPORT_CHECKS,
+    ResultRecord,
     RunKind,
+    arch_verdict,
     is_ranked,
     is_supported_statuses,
     run_kind,
@@ -151,6 +154,19 @@ def list_architectures(session: Session, *, status: str | None = None, check: st
                               page=page, per_page=per_page)
 
 
+def verdict_of(records: list[ResultRecord]) -> S.SubmissionVerdict | None:
+    """One device's verdict over its records, by the architecture verdict's rule (compat.results.arch_verdict and
+    compat.verdict_text, the first blocker by compat.blocking): what a submission shows, the same words as its
+    architecture's page; None without records."""
+    if not records:
+        return None
+    blocker = blocking_record(records)
+    ops = [op for r in records if r.check in SUPPORT_CHECKS for op in r.fallback_ops]
+    return S.SubmissionVerdict(device=records[0].device, word=arch_verdict(records), text=verdict_text(records),
+                               fallback_ops=list(dict.fromkeys(ops)),
+                               blocking_op=blocker.blocking_op if blocker else None)
+
+
 def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
     arch = session.get(Architecture, name)
     has_results = session.scalar(select(Result.id).where(Result.architecture == name).limit(1))
@@ -161,7 +177,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
     verdicts: dict[str, str] = {}
     for dev in sorted({r.device for r in latest}):
         supported[dev] = is_supported_statuses({str(r.check): str(r.status) for r in latest if r.device == dev})
-        verdicts[dev] = verdict_text(r for r in latest if r.device == dev)
+        verdicts[dev] = verdict_of([r for r in latest if r.device == dev]).text  # type: ignore[union-attr]
     rows = session.execute(
         select(Result.run_id, Run.identity, Result.check, Result.status, Run.started, Run.trigger,
                Run.submission_id, Run.submitted_model_id, Run.submitted_revision, Run.config_digest)
@@ -332,4 +348,4 @@ def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
                            url=f"/api/v1/submissions/{sub.id}", results=results,
                            model_type=model_type if isinstance(model_type, str) else None,
                            config_digest=sub.config_digest, notes=list(sub.notes or []), queue_position=position,
-                           uploaded=submission_rules.uploaded(sub))
+                           uploaded=submission_rules.uploaded(sub), verdict=verdict_of(results))

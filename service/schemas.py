@@ -352,6 +352,19 @@ class SubmissionCreated(BaseModel):
     url: str
 
 
+class SubmissionVerdict(BaseModel):
+    """A submission's verdict, by the architecture verdict's own rule (service.queries.verdict_of): ``word`` is
+    compat.results' verdict (supported | supported_with_fallback | failing | reference_fail | skipped | not_judged),
+    ``text`` its line ("supported with CPU fallback: generate aten::argmax", "failing: forward unsupported_op at
+    aten::sort (Int)"); ``fallback_ops`` the support checks' ops run on the CPU; ``blocking_op`` the first blocker."""
+
+    device: str
+    word: str
+    text: str
+    fallback_ops: list[str] = Field(default_factory=list)
+    blocking_op: str | None = None
+
+
 class SubmissionOut(BaseModel):
     id: int
     state: SubmissionState
@@ -369,6 +382,7 @@ class SubmissionOut(BaseModel):
     notes: list[str] = Field(default_factory=list)  # e.g. "auto_map ignored: ...", "non-finite values kept ..."
     queue_position: int | None = None  # 1 = next to run; only while queued
     uploaded: bool = False  # the submitter sent the config (else: the Hub id's, read by the run)
+    verdict: SubmissionVerdict | None = None  # once its run has results (None while queued/running, or failed)
 
 
 class ErrorBody(BaseModel):

@@ -6,10 +6,11 @@ Adding a field to ResultRecord and not to ``models.Result`` (or a column and not
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import inspect
+from service_seed import insert_bare_run, migrate
+from sqlalchemy import inspect, select, text
 
 from compat.results import Check, ErrorInfo, ResultRecord, Status
-from service import records
+from service import db, records
 from service.models import Result
 from service.runs import RULE_FIELDS
 
@@ -46,7 +47,7 @@ def _full_record() -> ResultRecord:
         metrics={"max_abs": float("inf")}, blocking_op="aten::histc (Long)",
         error=ErrorInfo(type="RuntimeError", message="boom", traceback="tb"), reason="why",
         fallback_ops=["aten::argmax (Long)"], known_issue="https://example.invalid/1", duration_s=1.5,
-        peak_mem_mb=12.0, repro="compat repro", log="log text")
+        peak_mem_mb=12.0, repro="compat repro", log="log text", fp32_max_abs_err=0.0031, fp32_cosine=0.999992)
 
 
 def test_record_to_row_writes_every_column_and_reads_back_the_same_record() -> None:
@@ -75,3 +76,21 @@ def test_rule_subset_reads_like_the_full_record() -> None:
     assert {n: getattr(got, n) for n in RULE_FIELDS} == {n: getattr(rec, n) for n in RULE_FIELDS}
     assert isinstance(got.status, Status) and isinstance(got.check, Check)
     assert got.error is None and got.log is None and got.metrics == {}
+
+
+def test_migration_0010_adds_the_fp32_error_as_null_for_stored_rows(sqlite_url: str) -> None:
+    migrate(sqlite_url, "0009")
+    insert_bare_run(sqlite_url, "old")
+    with db.get_engine(sqlite_url).begin() as conn:
+        conn.execute(text("INSERT INTO results (run_id, architecture, device, \"check\", status, metrics, "
+                          "fallback_ops, has_fallback, duration_s) VALUES ('old', 'LlamaForCausalLM', 'neuron', "
+                          "'forward', 'pass', '{\"max_abs_err\": 0.0, \"cosine\": 1.0}', '[]', false, 0)"))
+    migrate(sqlite_url, "0010")
+    with db.session_scope(sqlite_url) as s:
+        back = records.row_to_record(s.scalars(select(Result)).one())
+    # Not measured before the migration: NULL, read back as None (never a made-up 0).
+    assert (back.fp32_max_abs_err, back.fp32_cosine, back.metrics["max_abs_err"]) == (None, None, 0.0)
+    migrate(sqlite_url, "0009", "downgrade")
+    with db.get_engine(sqlite_url).connect() as conn:
+        columns = {row[1] for row in conn.execute(text("PRAGMA table_info(results)"))}
+    assert "fp32_cosine" not in columns and "fp32_max_abs_err" not in columns

@@ -181,3 +181,48 @@ def collective_of(exc: BaseException) -> str | None:
             found = m.group(1)
         stack += [cur.__cause__, cur.__context__]
     return found
+
+
+# Transformers' own wording when a class needs an optional package (transformers/utils/import_utils.py,
+# e.g. VISION_IMPORT_ERROR "{0} requires the PIL library ... `pip install pillow`", TIMM_IMPORT_ERROR "{0} requires
+# the timm library ... `pip install timm`"; raised by ``requires_backends``), and the pip hint most of them carry.
+_REQUIRES_LIBRARY = re.compile(r"requires the (?:\S+ )?([\w.-]+) library")
+_PIP_INSTALL = re.compile(r"pip install (?:-U |--upgrade )?([A-Za-z0-9][\w.\[\]-]*)")
+
+
+def missing_package(exc: BaseException) -> str | None:
+    """The package a failure lacks, when an ``ImportError`` along its cause/context chain says so: ``timm (pip
+    install timm)`` from Transformers' "requires the X library" text, the module name of a ``ModuleNotFoundError``,
+    else the ImportError's first line; None when no ImportError is in the chain. A missing or broken package is the
+    harness's environment, never the device's or the CPU reference's fault."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        cur = stack.pop(0)
+        if cur is None or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        if isinstance(cur, ImportError):
+            text = " ".join(str(cur).split())
+            pip = _PIP_INSTALL.search(text)
+            hint = f" (pip install {pip.group(1).rstrip('.`')})" if pip else ""
+            if m := _REQUIRES_LIBRARY.search(text):
+                return m.group(1) + hint
+            if isinstance(cur, ModuleNotFoundError) and cur.name:
+                return cur.name.split(".")[0] + hint
+            return (text[:200] or type(cur).__name__) + hint
+        stack += [cur.__cause__, cur.__context__]
+    return None
+
+
+def missing_package_reason(package: str, message: str) -> str:
+    """The one wording of a missing package's record: what to install first, then what raised (one line)."""
+    return f"missing package {package}: the harness's environment lacks it ({' '.join(message.split())})"[:500]
+
+
+def reference_blame(exc: BaseException) -> tuple[Status, str]:
+    """A CPU reference that raised: ``reference_fail`` with its message, unless it raised for a missing package,
+    which is the harness's environment (``harness_error`` naming the package)."""
+    if (package := missing_package(exc)) is not None:
+        return Status.HARNESS_ERROR, missing_package_reason(package, str(exc))
+    return Status.REFERENCE_FAIL, str(exc)[:500]

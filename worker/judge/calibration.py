@@ -260,9 +260,30 @@ def kept_note(kept: Mapping[str, Mapping[str, str]], target: Target, check: Chec
     return None
 
 
+# How an agreeing row's causes compare: the strict figure counts only ``SAME_CAUSE`` (issue 30 item 3).
+SAME_CAUSE = "same result, same cause"  # both pass, or both fail at the same op
+DIFFERENT_CAUSE = "same result, different recorded causes"  # both fail, for reasons that differ (a deadlock, an OOM)
+CAUSE_UNKNOWN = "same result, real cause not recorded"  # both fail; the real run recorded no op and no error
+
+
+def cause_match(row: Comparison) -> str | None:
+    """For an agreeing row, whether the causes agree too (one of SAME_CAUSE, DIFFERENT_CAUSE, CAUSE_UNKNOWN); None
+    for a row that disagrees or is not counted. Both failing is the same cause only where both name the same op;
+    ``_cause`` words every other both-fail row that has a recorded reason ("both fail, differently")."""
+    if not row.agrees:
+        return None
+    if row.observed.outcome == "pass":
+        return SAME_CAUSE
+    if not (row.observed.op or row.observed.error):
+        return CAUSE_UNKNOWN
+    return DIFFERENT_CAUSE if row.cause else SAME_CAUSE
+
+
 @dataclass(frozen=True)
 class Agreement:
-    """The figure for one check: agreeing rows out of the counted ones, and what was left out and why."""
+    """The figure for one check over the counted rows: ``strict`` (the headline: the same result for the same
+    cause), ``agrees`` (the same outcome, whatever the cause), the agreeing rows whose causes differ or are not
+    recorded (counted apart), and what was left out and why."""
 
     check: Check
     agrees: int
@@ -270,12 +291,26 @@ class Agreement:
     not_counted: dict[str, int] = field(default_factory=dict)
     disagreements: tuple[Comparison, ...] = ()
     differently: tuple[Comparison, ...] = ()  # agreeing rows that fail on both sides for different recorded reasons
+    cause_unknown: tuple[Comparison, ...] = ()  # agreeing rows that fail on both sides, the real cause not recorded
+
+    @property
+    def strict(self) -> int:
+        """Rows with the same result for the same cause: agreeing rows less those failing for other causes."""
+        return self.agrees - len(self.differently) - len(self.cause_unknown)
 
     def line(self) -> str:
-        share = f" ({100 * self.agrees / self.counted:.1f}%)" if self.counted else ""
-        text = f"{self.check}: agrees on {self.agrees} of {self.counted} observed architectures{share}"
-        if self.differently:
-            text += f", {len(self.differently)} of them failing on both sides for different recorded reasons"
+        """The strict figure first, then the outcome-only one and the agreeing rows it counts apart, by name."""
+        def share(n: int) -> str:
+            return f" ({100 * n / self.counted:.1f}%)" if self.counted else ""
+
+        text = (f"{self.check}: same result for the same cause on {self.strict} of {self.counted} observed "
+                f"architectures{share(self.strict)}")
+        apart = [(rows, why) for rows, why in ((self.differently, "for different recorded reasons"),
+                                               (self.cause_unknown, "with the real cause not recorded")) if rows]
+        if apart:
+            text += f"; same outcome on {self.agrees} of {self.counted}{share(self.agrees)}, counting " + " and ".join(
+                f"{len(rows)} failing on both sides {why} ({', '.join(r.architecture for r in rows)})"
+                for rows, why in apart)
         left = [f"{n} {why}" for why, n in self.not_counted.items() if n]
         if left:
             text += f"; {sum(self.not_counted.values())} not counted: " + ", ".join(left)
@@ -287,4 +322,6 @@ def agreement(rows: Iterable[Comparison], check: Check) -> Agreement:
     counted = [r for r in rows if r.agrees is not None]
     left = {why: sum(1 for r in rows if r.not_counted == why) for why in NOT_COUNTED}
     return Agreement(check, sum(1 for r in counted if r.agrees), len(counted), left,
-                     tuple(r for r in counted if not r.agrees), tuple(r for r in counted if r.agrees and r.cause))
+                     tuple(r for r in counted if not r.agrees),
+                     tuple(r for r in counted if cause_match(r) == DIFFERENT_CAUSE),
+                     tuple(r for r in counted if cause_match(r) == CAUSE_UNKNOWN))

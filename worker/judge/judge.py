@@ -36,6 +36,7 @@ class Verdict:
     status: Status
     metrics: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)  # result-record fields beyond metrics (fp32_error)
 
     @property
     def passed(self) -> bool:
@@ -103,6 +104,15 @@ def judge_numerics(
         return Verdict(Status.PASS, metrics)
     return Verdict(Status.MISMATCH, metrics,
                    f"{what}: RMSE to fp64 {res_err:.3g} > {mult:g} x reference RMSE {ref_err:.3g} + {tol / 10:g}")
+
+
+def fp32_error(res: torch.Tensor, fp32: torch.Tensor) -> dict[str, Any]:
+    """The device result against the plain fp32 CPU run, as record fields: shown beside the judged error (which is
+    against the CPU at the device's modelled precision), never judged; the tolerance rule above is unchanged.
+    Empty when the shapes differ (the judged comparison reports that)."""
+    if res.shape != fp32.shape:
+        return {}
+    return {"fp32_max_abs_err": max_abs(res, fp32), "fp32_cosine": cosine(res, fp32)}
 
 
 def logit_error_bound(ref: torch.Tensor, golden: torch.Tensor | None, policy: str = "fp32",

@@ -47,10 +47,11 @@ def _load(path: str) -> tuple[KnownIssue, ...]:
 
 
 def annotate(records: list[ResultRecord], issues: list[KnownIssue]) -> list[ResultRecord]:
-    """Mark failing (or reference_fail) records that a known issue explains; passes are never marked."""
+    """Mark failing (or reference_fail, or harness_error: a package the environment lacks) records that a known
+    issue explains; passes are never marked."""
     out = []
     for rec in records:
-        if rec.status in FAILURE_STATUSES or rec.status == Status.REFERENCE_FAIL:
+        if rec.status in FAILURE_STATUSES or rec.status in (Status.REFERENCE_FAIL, Status.HARNESS_ERROR):
             hit = next((i for i in issues if i.matches(rec)), None)
             if hit is not None:
                 rec = rec.model_copy(update={"known_issue": hit.label()})

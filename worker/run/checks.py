@@ -15,7 +15,13 @@ import torch
 from compat.checks import DISTRIBUTED_CHECKS, RUN_ORDER, USES_LOADED_MODEL, Check
 from compat.results import ResultRecord, Status
 from worker.judge import judge
-from worker.judge.attribution import attribute
+from worker.judge.attribution import (
+    attribute,
+    error_info,
+    missing_package,
+    missing_package_reason,
+    reference_blame,
+)
 from worker.run.context import CheckContext
 from worker.run.finetune_checks import check_lora, check_sft, distributed_record
 from worker.run.optrace import OpRecorder
@@ -57,7 +63,9 @@ def check_load(ctx: CheckContext) -> judge.Verdict:
 def check_forward(ctx: CheckContext) -> judge.Verdict:
     logits = forward_logits(ctx.model, ctx.ref.inputs, ctx.device.torch_device)
     ctx.device.synchronize()
-    return judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
+    verdict = judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
+    verdict.fields.update(judge.fp32_error(logits, ctx.ref.logits))
+    return verdict
 
 
 def check_generate(ctx: CheckContext) -> judge.Verdict:
@@ -89,6 +97,7 @@ def check_compile(ctx: CheckContext) -> judge.Verdict:
         torch._dynamo.reset()
     verdict = judge.judge_numerics(logits, ctx.ref.policy_logits, ctx.ref.precise_logits, ctx.ref.policy)
     verdict.metrics["backend"] = ctx.device.compile_backend
+    verdict.fields.update(judge.fp32_error(logits, ctx.ref.logits))
     return verdict
 
 
@@ -131,11 +140,14 @@ def run_check(ctx: CheckContext, check: Check) -> ResultRecord:
     try:
         verdict = CHECKS[check](ctx)
     except ReferenceFailure as exc:
-        return ResultRecord(**base, status=Status.REFERENCE_FAIL, reason=str(exc)[:500],
-                            duration_s=time.perf_counter() - t0)
+        status, reason = reference_blame(exc)
+        return ResultRecord(**base, status=status, reason=reason, duration_s=time.perf_counter() - t0)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a record
         duration = time.perf_counter() - t0
         fallback = dev.fallback_ops()
+        if (package := missing_package(exc)) is not None:  # the environment's, not the device's
+            return ResultRecord(**base, status=Status.HARNESS_ERROR, reason=missing_package_reason(package, str(exc)),
+                                error=error_info(exc), fallback_ops=fallback, duration_s=duration)
         att = attribute(exc)
         if not att.op_from_device:
             # The exception names no aten op of its own: re-run under the catcher to find the one that raised.
@@ -147,4 +159,5 @@ def run_check(ctx: CheckContext, check: Check) -> ResultRecord:
                             peak_mem_mb=dev.peak_memory_mb())
     duration = time.perf_counter() - t0
     return ResultRecord(**base, status=verdict.status, metrics=verdict.metrics, reason=verdict.reason,
-                        fallback_ops=dev.fallback_ops(), duration_s=duration, peak_mem_mb=dev.peak_memory_mb())
+                        fallback_ops=dev.fallback_ops(), duration_s=duration, peak_mem_mb=dev.peak_memory_mb(),
+                        **verdict.fields)

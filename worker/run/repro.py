@@ -9,6 +9,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from compat import forward_error
 from compat.results import ALL_CHECKS, Check
 from worker.run import inputs as input_table
 from worker.run.reference import BATCH, LR, MAX_INPUT_ID, NEW_TOKENS, PROMPT_LEN, SEQ, greedy_token_ids
@@ -69,7 +70,8 @@ print("loaded", ARCH, "on", DEVICE)
 def cmp(name, got, want):
     got, want = got.detach().double().cpu().flatten(), want.detach().double().cpu().flatten()
     cos = torch.nn.functional.cosine_similarity(got, want, dim=0, eps=1e-6).item()
-    print(f"{{name}}: max abs err {{(got - want).abs().max().item():.3g}}, cosine {{cos:.6f}}")
+    print(f"{{name}}: max abs err {{(got - want).abs().max().item():{max_abs_format}}}, cosine {{cos:{cosine_format}}} "
+          "(device vs plain fp32 on the CPU; {rounding})")
 
 
 if "forward" in CHECKS or "compile" in CHECKS:
@@ -78,6 +80,7 @@ if "forward" in CHECKS or "compile" in CHECKS:
         x = dict(input_ids=ids.to(DEVICE), attention_mask=mask.to(DEVICE), use_cache=False)
         if "forward" in CHECKS:
             cmp("forward logits", dev(**x).logits, want)
+            print({repro_note!r})
         if "compile" in CHECKS:
             compiled = torch.compile(dev, backend={backend!r})
             cmp("compiled logits", compiled(**x).logits, want)
@@ -120,6 +123,8 @@ def repro_script(architecture: str, device: str, config: dict[str, Any], *, seed
         arch=architecture, device=device, seed=int(seed), checks=wanted, config=body, max_id=MAX_INPUT_ID,
         batch=BATCH, seq=SEQ, prompt_len=PROMPT_LEN, new=NEW_TOKENS, lr=LR, backend=compile_backend,
         extra_req=" (and the neuron backend for device neuron)" if device.startswith("neuron") else "",
+        max_abs_format=forward_error.MAX_ABS_FORMAT, cosine_format=forward_error.COSINE_FORMAT,
+        rounding=forward_error.ROUNDING, repro_note="note: " + forward_error.REPRO_NOTE,
         rows=input_table.rows_per_sample(spec, cfg), codebook_labels=spec.labels == "codebooks",
         pixel_values=spec.train_pixel_values, gen_fields=greedy_token_ids(cfg), train_mode=spec.train_mode,
     )

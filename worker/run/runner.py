@@ -19,6 +19,7 @@ from compat.checks import CACHED_PART, RUN_ORDER
 from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status, failure_records
 from worker.build.build import build_checkpoint
 from worker.build.tiny_config import ConfigTooLarge, NotBuildable, SourceConfigError
+from worker.judge.attribution import missing_package, missing_package_reason, reference_blame
 from worker.judge.known_issues import annotate, load_known_issues
 from worker.run.capture import take_log
 from worker.run.checks import CheckContext, run_check
@@ -59,21 +60,19 @@ def _ordered(checks: Iterable[Check | str]) -> list[Check]:
 def _build_failure(exc: Exception) -> tuple[Status, str]:
     """Who is to blame when the tiny model cannot be built; never the device.
 
+    - a package Transformers needs for the class is missing (its "requires the X library" ImportError): the
+      harness's environment lacks it, ``harness_error`` naming the package (never ``reference_fail``: the CPU
+      reference did not fail, it never ran);
     - the entry names nothing buildable (remote code, not a causal LM) or its own config does not load in
       Transformers: the input's limit, ``skipped`` with the reason;
-    - an optional package Transformers needs for the class is missing: the CPU reference cannot run it in this
-      environment either, ``reference_fail`` (it is no bug of ours, and no device could be judged against it);
     - anything else (the shrinker's config refused, too large, init failing): ``harness_error``, our bug.
     """
     # One line: Transformers' ImportError texts span several lines with pip hints; the stored reason is a summary.
     message = " ".join(str(exc).split())
+    if (package := missing_package(exc)) is not None:
+        return Status.HARNESS_ERROR, missing_package_reason(package, message)
     if isinstance(exc, NotBuildable | SourceConfigError):
         return Status.SKIPPED, f"not built: {message}"
-    cause: BaseException | None = exc
-    while cause is not None and not isinstance(cause, ImportError):
-        cause = cause.__cause__
-    if cause is not None:
-        return Status.REFERENCE_FAIL, f"tiny model build failed: missing optional dependency: {message}"
     if isinstance(exc, ConfigTooLarge):
         return Status.HARNESS_ERROR, f"refused before allocation: {message}"
     return Status.HARNESS_ERROR, f"tiny model build failed (harness): {type(exc).__name__}: {message}"
@@ -158,7 +157,7 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
         try:
             ref = prepare_reference(built.path, device.policy, seed, cache=default_cache())
         except ReferenceFailure as exc:
-            finish(failure_records(entry, dev_name, order, Status.REFERENCE_FAIL, str(exc)[:500]))
+            finish(failure_records(entry, dev_name, order, *reference_blame(exc)))
             return done
         if emit is not None:
             emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))

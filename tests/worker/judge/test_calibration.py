@@ -7,11 +7,15 @@ from compat.native import NativeRegistry
 from compat.results import Check, ErrorInfo, ResultRecord, Status
 from neuron_backend.observations import Observation, Run, Source
 from worker.judge.calibration import (
+    CAUSE_UNKNOWN,
+    DIFFERENT_CAUSE,
     NO_OBSERVED,
     NO_VERDICT,
     NOT_JUDGED,
+    SAME_CAUSE,
     Target,
     agreement,
+    cause_match,
     compare,
     observed,
     plan_target,
@@ -97,12 +101,22 @@ def test_both_failing_agree_and_say_when_their_recorded_reasons_differ() -> None
     oom = compare(target("M"), [obs("m", "M", run("fail", error="OOM at ~22 GB allocated per core"))], recs,
                   "prefill_forward", "eager", SOURCES)
     assert oom.agrees is True and oom.cause.startswith("both fail, differently: real hardware: OOM at ~22 GB")
-    fig = agreement([row, oom], Check.FORWARD)
-    assert fig.line() == ("forward: agrees on 2 of 2 observed architectures (100.0%), 2 of them failing on both "
-                          "sides for different recorded reasons")
     same = [recs[0], rec("M", Check.FORWARD, Status.UNSUPPORTED_OP, op="aten::sort (Long)")]
-    assert compare(target("M"), [obs("m", "M", run("fail", op="aten::sort"))], same, "prefill_forward", "eager",
-                   SOURCES).cause is None
+    at_sort = compare(target("N"), [obs("n", "N", run("fail", op="aten::sort"))], same, "prefill_forward", "eager",
+                      SOURCES)
+    assert at_sort.agrees is True and at_sort.cause is None
+    unrecorded = compare(target("U"), [obs("u", "U", run("fail"))], recs, "prefill_forward", "eager", SOURCES)
+    assert unrecorded.agrees is True
+    passes = compare(target("G"), [obs("g", "G", run("pass"))], ran("G"), "prefill_forward", "eager", SOURCES)
+    assert [cause_match(r) for r in (row, oom, at_sort, unrecorded, passes)] == [
+        DIFFERENT_CAUSE, DIFFERENT_CAUSE, SAME_CAUSE, CAUSE_UNKNOWN, SAME_CAUSE]
+    # Issue 30 item 3: the headline counts only the same result for the same cause, and says so first; the rows
+    # that agree in outcome only are counted, and named, apart.
+    fig = agreement([row, oom, at_sort, unrecorded, passes], Check.FORWARD)
+    assert (fig.strict, fig.agrees, fig.counted) == (2, 5, 5)
+    assert fig.line() == ("forward: same result for the same cause on 2 of 5 observed architectures (40.0%); same "
+                          "outcome on 5 of 5 (100.0%), counting 2 failing on both sides for different recorded "
+                          "reasons (M, M) and 1 failing on both sides with the real cause not recorded (U)")
 
 
 def test_a_model_that_does_not_load_fails_at_load_and_a_mismatch_still_ran() -> None:
@@ -140,7 +154,8 @@ def test_unknown_partial_no_verdict_and_not_judged_are_not_counted() -> None:
     assert rows[2].cause == "simulation load reference_fail: reference: nondeterministic"
     fig = agreement(rows, Check.FORWARD)
     assert (fig.agrees, fig.counted, [r.architecture for r in fig.disagreements]) == (1, 2, ["H"])
-    assert fig.line() == ("forward: agrees on 1 of 2 observed architectures (50.0%); 4 not counted: 1 not judged "
+    assert fig.line() == ("forward: same result for the same cause on 1 of 2 observed architectures (50.0%); 4 not "
+                          "counted: 1 not judged "
                           "(not in the installed Transformers, or remote code), 2 observed outcome unknown or "
                           "partial, 1 the simulation gave no verdict (reference_fail, harness_error or skipped)")
 

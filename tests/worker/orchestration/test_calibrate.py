@@ -68,8 +68,8 @@ def test_ci_sample_runs_the_command_end_to_end(tmp_path: Path, monkeypatch: pyte
     # The table fits 80 columns; the log lines around it are never wrapped (a grep takes each whole).
     assert max(len(ln) for ln in lines if not ln.startswith(("calibrating", "[", "forward:", "disagrees:"))) <= 80
     assert any(ln.startswith("[2/2] calibrate neuron ") and "forward pass" in ln for ln in lines), res.output
-    assert any(ln.startswith("forward: agrees on 1 of 2 observed architectures (50.0%); 1 not counted: 1 not "
-                             "judged") for ln in lines), res.output
+    assert any(ln.startswith("forward: same result for the same cause on 1 of 2 observed architectures (50.0%); 1 "
+                             "not counted: 1 not judged") for ln in lines), res.output
     disagrees = [ln for ln in lines if ln.startswith("disagrees: ")]
     assert len(disagrees) == 1 and disagrees[0].startswith(
         "disagrees: Phi3ForCausalLM forward: real hardware failed, real cause not recorded "
@@ -83,7 +83,8 @@ def test_ci_sample_runs_the_command_end_to_end(tmp_path: Path, monkeypatch: pyte
         ("DeepseekForCausalLM", None), ("GPT2LMHeadModel", True), ("Phi3ForCausalLM", False)]
     assert {(r["architecture"], r["check"], r["status"]) for r in data["results"]} == {
         (a, c, "pass") for a in ("GPT2LMHeadModel", "Phi3ForCausalLM") for c in ("load", "forward")}
-    assert data["agreement"] == [{"check": "forward", "agrees": 1, "counted": 2, "not_counted": {
+    assert data["agreement"] == [{"check": "forward", "strict": 1, "agrees": 1, "counted": 2, "different_cause": [],
+                                  "cause_unknown": [], "not_counted": {
         "not judged (not in the installed Transformers, or remote code)": 1, "observed outcome unknown or partial": 0,
         "the simulation gave no verdict (reference_fail, harness_error or skipped)": 0},
         "line": data["agreement"][0]["line"]}]
