@@ -32,7 +32,7 @@ from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
-from worker.orchestration import decisions
+from worker.orchestration import decisions, notify
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
 from worker.orchestration.nightly import regression_gate
@@ -234,9 +234,12 @@ def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list
 
 
 def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
-    verdict = regression_gate(Store(), run_id, device, baseline, fail_on_regression)
+    store = Store()
+    verdict = regression_gate(store, run_id, device, baseline, fail_on_regression)
     for line in verdict.lines:  # never wrapped: one regression per line, for a CI log's grep
         console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if verdict.diff is not None and (sent := notify.deliver(store, verdict.diff)) is not None:
+        console.print(f"notifications: {notify.summary(sent)}", highlight=False, markup=False, soft_wrap=True)
     return verdict.code
 
 

@@ -3,8 +3,9 @@ an architecture's latest results. The run-selection half of the read rules (docs
 
 - latest run of a device = its newest *finished* (complete or incomplete) non-submission run, per trigger and
   catalog scope; the headline = the latest *full* run (a selection run is shown as what it is, never the headline);
-- baseline of a run = the newest finished run before it on the same device, trigger and catalog ranking; a full run
-  is compared with a full one, a selection run over its own selection.
+- baseline of a run = the newest finished run before it on the same device, lane, trigger and catalog ranking; a
+  full run is compared with a full one, a selection run over its own selection. Headlines read the pinned lane
+  (``compat.results.PINNED_LANE``): a newest-Transformers lane run is its own identity, never a headline.
 
 Used by ``service.queries`` (the API's and the pages' reads) and by ``service.store`` (the CLI's and the gate's).
 """
@@ -15,7 +16,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from compat.diff import FINISHED_STATES
-from compat.results import Provenance, ResultRecord, Scope, Trigger, is_ranked, scope_label
+from compat.results import PINNED_LANE, Provenance, ResultRecord, Scope, Trigger, is_ranked, scope_label
 from service.lifecycle import reap
 from service.models import Device, PlannedResult, Result, Run, RunArchitecture
 from service.records import checked_fields, from_columns, row_to_record, select_columns
@@ -42,10 +43,11 @@ def run_scope_label(run: Run, size: int) -> str:
 
 
 def finished_sweeps(device: str | None = None, *, trigger: str | None = None,
-                    scope: str | None = str(Scope.FULL)) -> Select[tuple[Run]]:
+                    scope: str | None = str(Scope.FULL), lane: str = PINNED_LANE) -> Select[tuple[Run]]:
     """The runs every "latest" read chooses from, newest first: finished (complete or incomplete), not a
-    submission, on ``device`` (None: any), of ``trigger`` if given, of ``scope`` (default full; None: any)."""
-    q = select(Run).where(*_FINISHED_SWEEP)
+    submission, of ``lane`` (default the pinned one), on ``device`` (None: any), of ``trigger`` if given, of
+    ``scope`` (default full; None: any)."""
+    q = select(Run).where(*_FINISHED_SWEEP, Run.lane == lane)
     if device is not None:
         q = q.where(Run.device == device)
     if trigger is not None:
@@ -62,7 +64,7 @@ def latest_run(session: Session, device: str, *, trigger: str | None = None,
 
 
 def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -> Run | None:
-    """What ``run_id`` is compared with: the newest finished run started before it on the same device, of
+    """What ``run_id`` is compared with: the newest finished run started before it on the same device and lane, of
     ``trigger`` (None: any but submission), with a catalog ranked alike (Hub vs registry); a full run's baseline is
     full, a selection run's may be either (it is compared over its selection). None for the first one."""
     run = session.get(Run, run_id)
@@ -70,7 +72,7 @@ def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -
         return None
     sources = [src for src, in session.execute(select(Run.catalog_source).distinct())
                if is_ranked(src) == is_ranked(run.catalog_source)]
-    q = (select(Run).where(*_FINISHED_SWEEP, Run.device == run.device, Run.id != run.id,
+    q = (select(Run).where(*_FINISHED_SWEEP, Run.device == run.device, Run.id != run.id, Run.lane == run.lane,
                            Run.catalog_source.in_(sources),
                            (Run.started < run.started) | ((Run.started == run.started) & (Run.id < run.id))))
     if trigger is not None:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from compat.decisions import DecisionEffect
 from compat.lifecycle import DEFAULT_SILENCE_S
 from compat.results import (
+    PINNED_LANE,
     ArchitectureEntry,
     Check,
     DeviceInfo,
@@ -121,7 +122,7 @@ class Store:
                     submitted_revision=prov.revision if prov else None,
                     config_digest=prov.config_digest if prov else None, scope=str(run.scope),
                     owner_host=this_host() if owned else None, owner_pid=os.getpid() if owned else None,
-                    heartbeat=now,
+                    heartbeat=now, lane=run.lane,
                 ))
                 s.flush()
             if run.trigger != Trigger.SUBMISSION:
@@ -224,7 +225,7 @@ class Store:
                            versions=run.versions or {}, catalog_source=run.catalog_source,
                            snapshot_id=run.snapshot_id, scope=Scope(run.scope or Scope.FULL),
                            checks=[Check(c) for c in run.checks or []], started=aware(run.started),
-                           provenance=Provenance() if run.submission_id else None)
+                           provenance=Provenance() if run.submission_id else None, lane=run.lane or PINNED_LANE)
             return info, sorted(planned), stored
 
     def run_state(self, run_id: str) -> tuple[str, int, int]:
@@ -310,6 +311,39 @@ class Store:
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
             return [DecisionEffect(**d) for d in run.decisions or []]
+
+    # -- notifications (worker/orchestration/notify.py) ----------------------------------------------------------
+
+    def claim_notifications(self, run_id: str) -> bool:
+        """Take the run's one notification turn: True for exactly one caller (the state goes from none to
+        ``pending`` in one UPDATE), so racing finalizers and a following gate never notify twice."""
+        with self.session() as s:
+            done = s.execute(update(Run).where(Run.id == run_id, Run.notifications.is_(None))
+                             .values(notifications={"state": "pending"}))
+            return bool(done.rowcount)
+
+    def set_notifications(self, run_id: str, state: dict) -> None:
+        """What the run's notifications did (``notify.deliver``'s record), shown with the run."""
+        with self.session() as s:
+            s.execute(update(Run).where(Run.id == run_id).values(notifications=state))
+
+    def notifications(self, run_id: str) -> dict | None:
+        with self.session() as s:
+            return s.scalar(select(Run.notifications).where(Run.id == run_id))
+
+    def run_identity(self, run_id: str) -> dict:
+        """The run's device, lane and library versions (what a notification and the lane's report name)."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            return {"device": run.device, "lane": run.lane or PINNED_LANE, "versions": dict(run.versions or {}),
+                    "trigger": run.trigger, "catalog_source": run.catalog_source}
+
+    def run_catalog(self, run_id: str) -> list[str]:
+        """The architectures a run was planned over (its catalog, or its selection)."""
+        with self.session() as s:
+            return list(s.scalars(select(RunArchitecture.architecture).where(RunArchitecture.run_id == run_id)))
 
     def op_traces(self, run_id: str) -> list[OpTrace]:
         with self.session() as s:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from compat.results import NIGHTLY_CHECKS, ArchitectureEntry, Check, RunInfo, Scope, Trigger
-from compat.settings import Settings
+from compat.settings import Settings, get_settings
 from worker.catalog.catalog import CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration.executors import SweepPlan
@@ -23,7 +23,8 @@ def make_plan(entries: list[ArchitectureEntry], device: Device, checks: list[Che
               snapshot_id: str | None = None, scope: Scope = Scope.FULL) -> SweepPlan:
     """A plan whose run carries the device's identity and versions, as the in-process sweep records them."""
     run = RunInfo(trigger=trigger, device=device.info, versions=device_versions(device),
-                  catalog_source=catalog_source, snapshot_id=snapshot_id, scope=scope, checks=list(checks))
+                  catalog_source=catalog_source, snapshot_id=snapshot_id, scope=scope, checks=list(checks),
+                  lane=get_settings().lane)
     return SweepPlan(run=run, entries=entries, checks=list(checks), database_url=database_url, workdir=workdir,
                      seed=seed)
 

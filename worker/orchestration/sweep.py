@@ -171,7 +171,8 @@ def run_sweep(
         submitted = Trigger(trigger) == Trigger.SUBMISSION
         run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
                       catalog_source=catalog_source, snapshot_id=snapshot_id,
-                      scope=Scope.SUBMISSION if submitted else Scope(scope), checks=order, provenance=provenance)
+                      scope=Scope.SUBMISSION if submitted else Scope(scope), checks=order, provenance=provenance,
+                      lane=settings.lane)
     sub_id = run.provenance.submission_id if run.provenance is not None else None
     repro = submission_repro(sub_id) if run.trigger == Trigger.SUBMISSION and sub_id is not None else repro_command
     report = Report(run=run, architectures=entries)
