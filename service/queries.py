@@ -203,7 +203,7 @@ def _summary(session: Session, run: Run) -> dict:
                 scope=run.scope, scope_label=run_scope_label(run, total),
                 versions=run.versions or {}, checks=run.checks or [], planned=planned,
                 results=results, missing=max(0, planned - results), total=total, supported=supported,
-                end_reason=run.end_reason)
+                end_reason=run.end_reason, lane=run.lane or "pinned")
 
 
 def list_runs(session: Session, *, device: str | None = None, trigger: str | None = None,
@@ -268,7 +268,7 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
                                .order_by(Result.rank.nulls_last(), Result.architecture, Result.id))
         results = [row_to_record(r).model_copy(update={"log": None}) for r in rows]  # logs: via the run's files
     return S.RunDetail(**_summary(session, run), device_info=run.device_info or {}, status_counts=counts,
-                       result_list=results)
+                       result_list=results, notifications=run.notifications)
 
 
 def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:
