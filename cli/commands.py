@@ -18,6 +18,7 @@ from cli.whatif import run as run_whatif
 from compat.coverage import coverage, native_per_check
 from compat.decisions import DecisionEffect, headline_range
 from compat.results import (
+    PINNED_LANE,
     ArchitectureEntry,
     Check,
     Report,
@@ -114,7 +115,7 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
                                snapshot_id=catalog.snapshot_id, scope=scope)
     if measure_decisions and not broker:
         _measure_decisions(report, dev, jobs, sink, json_path)
-    return _summary(report, dev, json_path, baseline, fail_on_regression)
+    return _summary(report, dev, json_path, baseline, fail_on_regression, stored=store)
 
 
 def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
@@ -132,7 +133,7 @@ def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | Non
 
 
 def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,
-             fail_on_regression: bool) -> int:
+             fail_on_regression: bool, *, stored: bool = True) -> int:
     """The sweep's coverage table (over the run's catalog: the API's and the pages' denominator), its scope and
     state, then the gate's verdict when ``baseline`` is given."""
     run = report.run
@@ -153,6 +154,8 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
                   highlight=False, soft_wrap=True)
     effects = [DecisionEffect(**d) for d in report.decisions]
     console.print(f"headline: {headline_range(cov.supported, n, effects).text()}", highlight=False, soft_wrap=True)
+    if stored:
+        _new_in_release(run.id, run.lane)
     if cached := [r.metrics["reference_cache"] for r in report.results if "reference_cache" in r.metrics]:
         console.print(f"reference cache: {cached.count('hit')} hits, {cached.count('miss')} misses", highlight=False)
     if run.state not in (None, "complete"):
@@ -163,6 +166,14 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
     if baseline:
         return _regression_gate(run.id, dev.name, baseline, fail_on_regression)
     return 0
+
+
+def _new_in_release(run_id: str, lane: str) -> None:
+    """``new in transformers X: ...`` for a registry sweep: always on a newer library's lane, elsewhere only when
+    the installed release brought architectures (``service.history.new_in_release_of``)."""
+    new = Store().new_in_release(run_id)
+    if new is not None and (new.architectures or lane != PINNED_LANE):
+        console.print(new.text(), highlight=False, markup=False, soft_wrap=True)
 
 
 def _resume(run_id: str, jobs: int, json_path: Path | None, baseline: str | None, fail_on_regression: bool) -> int:

@@ -1,7 +1,9 @@
-"""Reads for export and history: a run's results as CSV, and what regressed in the last N days (each run in the
-window against its own baseline, ``service.runs.baseline_run``, by the gate's rule).
+"""Reads for export and history: a run's results as CSV, what regressed in the last N days (each run in the
+window against its own baseline, ``service.runs.baseline_run``, by the gate's rule), and which architectures are new
+in a run's transformers release (against the newest earlier registry run on another version).
 
-The rules are pure (``compat.results_csv``, ``compat.history``); the API and the ``/regressions`` page call these.
+The rules are pure (``compat.results_csv``, ``compat.history``, ``compat.lane``); the API, the pages and the CLI
+call these.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from sqlalchemy.orm import Session
 
 from compat.diff import FINISHED_STATES, diff_results
 from compat.history import RunMoment, regression_history
+from compat.lane import LIBRARY, NewInRelease, new_in_release
 from compat.results import ResultRecord
 from compat.results_csv import to_csv
 from service import schemas as S
-from service.models import Result, Run
+from service.models import Result, Run, RunArchitecture
 from service.records import aware, row_to_record
 from service.runs import (
     IS_SUBMISSION,
@@ -67,3 +70,25 @@ def regressions_since(session: Session, days: int, *, device: str | None = None,
     return S.RegressionHistory(days=days, since=since, runs_examined=len(runs),
                                events=[S.RegressionEvent(**e) for e in out["events"]],
                                architectures=[S.RegressedArchitecture(**a) for a in out["architectures"]])
+
+
+def _catalog(session: Session, run_id: str) -> list[str]:
+    return list(session.scalars(select(RunArchitecture.architecture).where(RunArchitecture.run_id == run_id)
+                                .order_by(RunArchitecture.rank, RunArchitecture.architecture)))
+
+
+def new_in_release_of(session: Session, run_id: str) -> NewInRelease | None:
+    """For a sweep of the registry: its architectures that the newest earlier finished full registry sweep on another
+    transformers version (same device; its own lane first, else any) did not have. None for other runs."""
+    run = get_run_row(session, run_id)
+    version = (run.versions or {}).get(LIBRARY)
+    if run.catalog_source != "registry" or not version or run.trigger == "submission":
+        return None
+    q = (select(Run).where(~IS_SUBMISSION, Run.state.in_(FINISHED_STATES), Run.device == run.device,
+                           Run.catalog_source == "registry", Run.scope == "full", Run.id != run.id,
+                           Run.started <= run.started)
+         .order_by(Run.started.desc(), Run.id.desc()))
+    earlier = [r for r in session.scalars(q.limit(200)) if (r.versions or {}).get(LIBRARY) not in (None, version)]
+    ref = next((r for r in earlier if r.lane == run.lane), earlier[0] if earlier else None)
+    reference = (ref.id, ref.versions[LIBRARY], _catalog(session, ref.id)) if ref is not None else None
+    return new_in_release(_catalog(session, run.id), version, reference)

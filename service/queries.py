@@ -27,6 +27,7 @@ from compat.results import (
     run_kind,
 )
 from compat.verdict_text import verdict_text
+from service import history
 from service import schemas as S
 from service import submissions as submission_rules
 from service.declared_support import declared_lists
@@ -267,8 +268,10 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
         rows = session.scalars(select(Result).where(Result.run_id == run_id)
                                .order_by(Result.rank.nulls_last(), Result.architecture, Result.id))
         results = [row_to_record(r).model_copy(update={"log": None}) for r in rows]  # logs: via the run's files
+    new = history.new_in_release_of(session, run_id)
     return S.RunDetail(**_summary(session, run), device_info=run.device_info or {}, status_counts=counts,
-                       result_list=results, notifications=run.notifications)
+                       result_list=results, notifications=run.notifications,
+                       new_in_release=new.text() if new else None, new_architectures=new.architectures if new else [])
 
 
 def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:

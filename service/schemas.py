@@ -199,6 +199,9 @@ class RunDetail(RunSummary):
     result_list: list[ResultRecord] = Field(default_factory=list)
     # What the run's notifications did (worker/orchestration/notify.py): webhook / github state; None = not tried.
     notifications: dict[str, Any] | None = None
+    # A registry sweep: "new in transformers X: ..." and those architectures (compat.lane; None: not a registry run).
+    new_in_release: str | None = None
+    new_architectures: list[str] = Field(default_factory=list)
 
 
 class LogEntry(BaseModel):

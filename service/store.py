@@ -14,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from compat.decisions import DecisionEffect
+from compat.lane import NewInRelease
 from compat.lifecycle import DEFAULT_SILENCE_S
 from compat.results import (
     PINNED_LANE,
@@ -27,7 +28,7 @@ from compat.results import (
     Scope,
     Trigger,
 )
-from service import db, runs
+from service import db, history, runs
 from service.lifecycle import reap, this_host
 from service.models import (
     Architecture,
@@ -339,6 +340,11 @@ class Store:
                 raise KeyError(f"unknown run {run_id!r}")
             return {"device": run.device, "lane": run.lane or PINNED_LANE, "versions": dict(run.versions or {}),
                     "trigger": run.trigger, "catalog_source": run.catalog_source}
+
+    def new_in_release(self, run_id: str) -> NewInRelease | None:
+        """``service.history.new_in_release_of``: the run's architectures new in its transformers release."""
+        with self.session() as s:
+            return history.new_in_release_of(s, run_id)
 
     def run_catalog(self, run_id: str) -> list[str]:
         """The architectures a run was planned over (its catalog, or its selection)."""
