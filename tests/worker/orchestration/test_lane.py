@@ -23,6 +23,8 @@ from service import db, queries
 from service.models import Run
 from service.store import Store
 from worker.catalog import catalog
+from worker.orchestration.celery_app import NIGHTLY_TASK, beat_schedule
+from worker.orchestration.tasks import nightly_sweep_task
 
 runner = CliRunner()
 PINNED = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM"}
@@ -88,3 +90,16 @@ def test_the_lane_lists_and_judges_what_is_new_with_its_own_baseline(env: Path,
     with db.session_scope(get_settings().database_url) as s:
         assert queries.get_run(s, lane.id).new_architectures == [NEW]
         assert [c.run_id for c in queries.coverage(s, device="cpu").items] == [pinned.id]
+
+
+def test_the_beat_sends_the_lane_only_when_asked_and_to_its_own_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert list(beat_schedule("0 2 * * *", "compat")) == ["nightly-sweep"]  # off by default
+    lane = beat_schedule("0 2 * * *", "compat", "0 4 * * *")[f"nightly-sweep-{TRANSFORMERS_LATEST_LANE}"]
+    assert (lane["task"], lane["kwargs"], lane["options"]) == \
+        (NIGHTLY_TASK, {"lane": TRANSFORMERS_LATEST_LANE}, {"queue": "compat-transformers-latest"})
+    # A pinned worker that somehow gets the lane's nightly refuses it before planning anything.
+    monkeypatch.delenv("COMPAT_LANE", raising=False)
+    get_settings.cache_clear()
+    with pytest.raises(ValueError, match="COMPAT_LANE=transformers-latest"):
+        nightly_sweep_task.run(lane=TRANSFORMERS_LATEST_LANE)
+    get_settings.cache_clear()
