@@ -98,7 +98,9 @@ def payload(diff: RunDiff, *, identity: Mapping[str, Any], public_url: str = "",
             f"(run {diff.current_run[:12]} vs {(diff.baseline_run or '-')[:12]}, lane {identity.get('lane', '?')})")
     lines = [head, *(f"• {line}" for line in _by_arch(regs))]
     if url:
-        lines.append(f"<{url}|run diff>")  # Slack's mrkdwn link; other chat tools show it as text
+        # Slack's link syntax in ``text``: <url|label> (https://docs.slack.dev/messaging/formatting-message-text,
+        # "Linking URLs"); other chat tools show it as text.
+        lines.append(f"<{url}|run diff>")
     return {
         "schema": WEBHOOK_SCHEMA,
         "text": "\n".join(lines),

@@ -49,7 +49,9 @@ def _where(url: str) -> str:
 
 
 def _decoded(raw: bytes) -> Any:
-    """A reply's JSON, or its text (Slack's webhook answers a plain ``ok``)."""
+    """A reply's JSON, or its text: a webhook may answer plain text (Slack's incoming webhook replies with a text
+    body, ``IncomingWebhookResult.text`` in https://docs.slack.dev/tools/node-slack-sdk/reference/webhook/), and a
+    reply that is not JSON is no failed delivery."""
     try:
         return json.loads(raw) if raw.strip() else None
     except ValueError:
@@ -94,8 +96,10 @@ def send_webhook(url: str, body: dict[str, Any], settings: Settings) -> dict[str
 
 
 class GitHub:
-    """The few REST calls the issue lifecycle needs (https://docs.github.com/en/rest/issues), against
-    ``github_api_url`` (tests: a fake on 127.0.0.1)."""
+    """The few REST calls the issue lifecycle needs, against ``github_api_url`` (tests: a fake on 127.0.0.1):
+    list open issues by label (pull requests come back too, marked by a ``pull_request`` key), create one, comment,
+    edit the body, close with ``state_reason: completed`` (https://docs.github.com/en/rest/issues/issues,
+    https://docs.github.com/en/rest/issues/comments; API version header 2022-11-28)."""
 
     def __init__(self, settings: Settings) -> None:
         self.base = f"{settings.github_api_url.rstrip('/')}/repos/{settings.github_repo}"
