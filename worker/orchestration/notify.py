@@ -24,6 +24,7 @@ from compat.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 _ISSUE_PAGES = 10  # open issues read per run: 10 pages of 100 (a repository with more open ones is not ours to scan)
+_MAX_ACTIONS = 30  # GitHub writes per run: each is bounded, so the run's delay is too (more: counted, not done)
 _BACKOFF_S = 0.5  # before a retry, doubled each time (the bounded retry: at most retries * 2 s of sleep)
 
 
@@ -145,7 +146,7 @@ def sync_issues(diff: RunDiff, current: list[ResultRecord], settings: Settings, 
         status = {r.key: str(r.status) for r in current}
         todo = alerts.issue_actions(diff, gh.open_issues(), status, public_url=settings.public_url,
                                     confirmed=confirmed, signatures=signatures)
-        for action in todo:
+        for action in todo[:_MAX_ACTIONS]:
             done.append({"action": action.kind, "signature": action.signature, "issue": gh.apply(action)})
     except DeliveryError as exc:
         log.warning("GitHub issues of %s failed after %d attempt(s): %s (%d action(s) done)",
@@ -153,7 +154,7 @@ def sync_issues(diff: RunDiff, current: list[ResultRecord], settings: Settings, 
         return {"state": "failed", "error": str(exc), "actions": done}
     log.info("GitHub issues of %s: %s", settings.github_repo,
              ", ".join(f"{a['action']} #{a['issue']}" for a in done) or "nothing to do")
-    return {"state": "sent", "actions": done}
+    return {"state": "sent", "actions": done, "skipped_over_cap": max(0, len(todo) - _MAX_ACTIONS)}
 
 
 def deliver(store: NotifyStore, diff: RunDiff, *, confirmed: Sequence[Change] | None = None,

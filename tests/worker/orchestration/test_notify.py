@@ -191,7 +191,7 @@ def test_github_down_or_refusing_is_recorded_not_raised(env: Path, monkeypatch: 
     with serving(GitHubHandler, gh) as base, caplog.at_level(logging.DEBUG):
         _configure(monkeypatch, github_api_url=base)
         rec = notify.deliver(MemoryStore([]), _diff("r1", [fwd]))
-    assert rec["github"] == {"state": "failed", "error": "HTTP 401", "actions": []}
+    assert rec["github"] == {"state": "failed", "error": "HTTP 401", "actions": []}  # the first call: nothing done
     assert gh.unauthorized == 1  # a 4xx is not retried
     assert TOKEN not in caplog.text
 
