@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from compat.coverage import blockers, coverage, fallback_ranking  # noqa: E402
+from compat.chains import Chain, blocker_report  # noqa: E402
+from compat.coverage import coverage, fallback_ranking  # noqa: E402
 from compat.results import ResultRecord, percent  # noqa: E402
 
 
@@ -44,8 +45,11 @@ def summarise(path: Path, top: int) -> tuple[str, list[str]]:
            f"({percent(cov.native, n)}) | {cov.failing} | {cov.verdicts['reference_fail']} | "
            f"{cov.verdicts['not_judged']} | {wall} |")
     lines = [f"{_label(run)} ({path.name}): top blockers"]
-    lines += [f"  {b.op}: blocks {len(b.architectures)}, unlocks {len(b.unlocks)} ({', '.join(b.variants)})"
-              for b in blockers(records)[:top]]
+    ranked = blocker_report(records, [Chain(**c) for c in report.get("chains", [])])
+    lines += [f"  {b.op}: blocks {len(b.architectures)}, unlocks "
+              f"{'? (first blockers only)' if b.unlocks is None else len(b.unlocks)} ({', '.join(b.variants)})"
+              for b in ranked.blockers[:top]]
+    lines += [f"  {u.message}" for u in ranked.unlock_sets[:top]]
     lines.append(f"{_label(run)}: top CPU-fallback ops")
     lines += [f"  {f.op}: falls back in {len(f.architectures)}, alone in {len(f.offloads)}"
               for f in fallback_ranking(records)[:top]]

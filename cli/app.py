@@ -95,6 +95,9 @@ def sweep(
     measure_decisions: bool = typer.Option(True, "--decisions/--no-decisions",
                                            help="measure how many architectures each device decision moves "
                                                 "(re-runs the affected ones; the headline's range)"),
+    measure_chains: bool = typer.Option(True, "--chains/--no-chains",
+                                        help="measure blocker chains: re-run each architecture failing at an op "
+                                             "with it on the CPU fallback (simulated neuron; compat blockers)"),
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
@@ -125,7 +128,7 @@ def sweep(
                             checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
                             store=store, trigger=trigger, broker=broker, baseline=baseline,
                             fail_on_regression=fail_on_regression, resume=resume,
-                            measure_decisions=measure_decisions, switches=chosen)
+                            measure_decisions=measure_decisions, switches=chosen, measure_chains=measure_chains)
     if baseline:
         raise typer.Exit(code)
 
@@ -164,10 +167,13 @@ def blockers(
     device: str = typer.Option(None, "--device", "-d", help="device of the run (default: settings device)"),
     json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
     top: int = typer.Option(20, "--top", min=1, help="show the top N ops"),
+    run_id: str = typer.Option(None, "--run", help="this stored run instead of the device's headline run"),
 ) -> None:
-    """Rank aten ops by how many architectures each one blocks."""
+    """What implementing ops unlocks: each blocked architecture's chain of blocking ops, ops ranked by it."""
     device = validate.device(device) if device else None
-    _reads().blockers(device=device, json_path=json_path, top=top)
+    if run_id is not None:
+        _stored().run_id(run_id)
+    _reads().blockers(device=device, json_path=json_path, top=top, run_id=run_id)
 
 
 @app.command()

@@ -15,6 +15,7 @@ from cli.progress import arch_note, fetch_progress, reporter
 from cli.tables import coverage_table
 from cli.validate import architecture_error
 from cli.whatif import run as run_whatif
+from compat.chains import chains_of, rank
 from compat.coverage import coverage, native_per_check
 from compat.decisions import DecisionEffect, headline_range
 from compat.results import (
@@ -33,7 +34,7 @@ from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
-from worker.orchestration import decisions, notify
+from worker.orchestration import chains, decisions, notify
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
 from worker.orchestration.nightly import regression_gate
@@ -62,7 +63,7 @@ def _store(enabled: bool) -> Store | None:
 def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
           fail_on_regression: bool, resume: str | None = None, measure_decisions: bool = True,
-          switches: dict[str, str] | None = None) -> int:
+          switches: dict[str, str] | None = None, measure_chains: bool = True) -> int:
     """``compat sweep``: run the sweep (here or on the cluster), or finish an interrupted one (``resume``), print
     the coverage table; the exit code of the gate when ``baseline`` is given, else 0. ``switches``: the device's
     decisions at other options, for this sweep only (in this process and the workers it starts)."""
@@ -72,14 +73,14 @@ def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None
         with decisions.switched(_device(device), switches):
             # Resolved again inside: the run records the device as it is now, switches included.
             return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker,
-                          baseline, fail_on_regression, measure_decisions)
+                          baseline, fail_on_regression, measure_decisions, measure_chains)
     return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker, baseline,
-                  fail_on_regression, measure_decisions)
+                  fail_on_regression, measure_decisions, measure_chains)
 
 
 def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
            json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
-           fail_on_regression: bool, measure_decisions: bool) -> int:
+           fail_on_regression: bool, measure_decisions: bool, measure_chains: bool = True) -> int:
     if not broker and jobs > 0:
         try:
             check_memory_limit(get_settings().arch_memory_mb)
@@ -115,6 +116,8 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
                                snapshot_id=catalog.snapshot_id, scope=scope)
     if measure_decisions and not broker:
         _measure_decisions(report, dev, jobs, sink, json_path)
+    if measure_chains and not broker:
+        _measure_chains(report, dev, jobs, sink, json_path)
     return _summary(report, dev, json_path, baseline, fail_on_regression, stored=store)
 
 
@@ -130,6 +133,21 @@ def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | Non
     with reporter(console, len(plans), "decisions") as bar:
         decisions.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
                          progress=lambda label, done, _total: bar.update(done, label))
+
+
+def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
+    """Each architecture failing at an op, re-run with its blocking ops on the CPU fallback until it passes or
+    fails otherwise (``compat blockers``' chains); a device that cannot move ops keeps only first blockers."""
+    if not chains.can_move_ops(dev):
+        return
+    todo = len(chains_of(report.results, None)[0])
+    if not todo:
+        return
+    with reporter(console, todo, "blocker chains") as bar:
+        found = chains.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
+                              progress=lambda label, done, _total: bar.update(done, label))
+    for u in rank(found).unlock_sets[:3]:
+        console.print(u.message, highlight=False)
 
 
 def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,

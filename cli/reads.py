@@ -11,13 +11,15 @@ from pathlib import Path
 from cli import stored, validate
 from cli.console import console, fail
 from cli.stored import missing_store
-from cli.tables import blockers_table, fallback_table, results_table
-from compat.coverage import Blocker, FallbackOp, fallback_ranking
-from compat.coverage import blockers as rank_blockers
+from cli.tables import blockers_table, chains_table, fallback_table, results_table
+from compat.chains import Chain, blocker_report
+from compat.coverage import FallbackOp, fallback_ranking
 from compat.results import Report, ResultRecord, Status
 from compat.settings import get_settings
 from compat.verdict_text import verdict_text
 from service import queries
+from service import schemas as S
+from service.blockers import to_schema
 from service.commands import runs_list as runs_page
 from service.store import Store
 from worker.catalog.names import registry_names
@@ -86,42 +88,62 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
                 console.print(r.log, markup=False, highlight=False, end="" if r.log.endswith("\n") else "\n")
 
 
-def _stored_blockers(device: str) -> tuple[list[Blocker], list[FallbackOp]] | None:
-    """The API's ``/blockers`` of ``device`` (its headline run) as the tables' rows; None when nothing is stored."""
-    with _store_or_fail(f" on {device}").session() as s:
+def _stored_blockers(device: str | None, run_id: str | None) -> S.Blockers | None:
+    """The API's ``/blockers`` of ``device`` (its headline run) or of one run; None when nothing is stored."""
+    with _store_or_fail(f" on {device}" if device else "").session() as s:
         try:
-            got = queries.blockers(s, device=device)
-        except queries.NotFound:
+            return queries.blockers(s, device=device, run_id=run_id)
+        except queries.NotFound as exc:
+            if run_id is None and "no finished full run" in str(exc):
+                # A --arch/--limit sweep is a selection, never the headline: name the way to read it.
+                raise fail(f"{exc} (a --arch or --limit sweep is a selection, never the headline): "
+                           "read one run with `compat blockers --run ID` (ids: `compat runs list`)", 1) from None
             return None
-    return ([Blocker(b.op, b.architectures, b.unlocks, b.variants, b.checks) for b in got.items],
-            [FallbackOp(f.op, f.architectures, f.offloads) for f in got.fallback])
 
 
-def blockers(*, device: str | None, json_path: Path | None, top: int) -> None:
-    """``compat blockers``: aten ops ranked by how many architectures each one blocks (``compat.coverage.blockers``),
-    then the ops supported architectures still run on the CPU fallback (``fallback_ranking``); over a JSON report,
-    or the headline run of the device in the store, as the API and the pages read it."""
+def _report_blockers(path: Path, device: str | None) -> S.Blockers | None:
+    """The same read over a JSON report: its records and its measured chains (``compat.chains``)."""
+    report = _read_report(path)
+    recs = [r for r in report.results if device is None or r.device == device]
+    if not recs:
+        return None
+    fallback = [S.FallbackOp(op=f.op, count=len(f.architectures), architectures=f.architectures,
+                             offloads=f.offloads) for f in fallback_ranking(recs)]
+    ranks = {r.architecture: r.rank for r in recs if r.rank is not None}
+    return to_schema(blocker_report(recs, [Chain(**c) for c in report.chains]), fallback, ranks, device, report.run.id)
+
+
+def blockers(*, device: str | None, json_path: Path | None, top: int, run_id: str | None = None) -> None:
+    """``compat blockers``: what implementing ops unlocks (``compat.chains``: sets of ops, each architecture's
+    chain), the ops ranked by the architectures whose chain holds them, then the ops supported architectures still
+    run on the CPU fallback (``fallback_ranking``); over a JSON report, or the headline run of the device in the
+    store, as the API and the pages read it."""
     if json_path is not None:
-        recs = [r for r in _read_report(json_path).results if device is None or r.device == device]
-        found = (rank_blockers(recs), fallback_ranking(recs)) if recs else None
+        found = _report_blockers(json_path, device)
+    elif run_id is not None:
+        found = _stored_blockers(device, run_id)
     else:
         device = device or get_settings().device
-        found = _stored_blockers(device)
+        found = _stored_blockers(device, None)
     if found is None:
         where = json_path or get_settings().database_url
         raise fail(f"no results{f' on {device}' if device else ''} in {where}; run `compat sweep` first", 1)
-    ranked, on_cpu = found
-    if not ranked:
+    if not found.items:
         console.print("no blocking ops: nothing failed on an identifiable op")
     else:
-        console.print(blockers_table(ranked, top))
-        for b in ranked[:3]:
-            console.print(b.message, highlight=False)
-    if on_cpu:
-        console.print(fallback_table(on_cpu, top))
+        console.print(blockers_table(found.items, top))
+        for u in found.unlock_sets[:5]:  # the table and the chains list the rest
+            console.print(u.message, highlight=False)
+        if not found.measured:
+            for b in found.items[:3]:
+                console.print(b.message, highlight=False)
+        console.print(chains_table(found.chains, top))
+        console.print(found.note, highlight=False)
+    if found.fallback:
+        console.print(fallback_table(found.fallback, top))
         # Only ops that alone take an architecture off the CPU earn a sentence; the table lists the rest.
-        for f in [f for f in on_cpu if f.offloads][:3]:
-            console.print(f.message, highlight=False)
+        for f in [f for f in found.fallback if f.offloads][:3]:
+            console.print(FallbackOp(f.op, f.architectures, f.offloads).message, highlight=False)
 
 
 def runs_list(*, device: str | None, limit: int, kind: str) -> None:

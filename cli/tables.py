@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from rich import box
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from compat.coverage import Blocker, FallbackOp, coverage
+from compat.coverage import FallbackOp, coverage
+from compat.ops import op_dtypes, op_name
 from compat.results import ALL_CHECKS, CHECK_ORDER, Check, ResultRecord, Status, check_headline, percent
 from compat.text_cut import shorten
 
 SHORTENED = " […]"  # the mark of a shortened error; a note under the table says how to see it whole
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
-
-
-def op_name(op: str) -> str:
-    """``aten::histc (Int)`` -> ``aten::histc``: the part of a spelled op that is never broken."""
-    return op.split(" (", 1)[0]
 
 
 class Fit:
@@ -164,18 +161,29 @@ def results_table(records: list[ResultRecord], title: str, *, full: bool = False
     return Fit([wide, narrow], whole, notes=notes)
 
 
-def blockers_table(ranked: list[Blocker], top: int | None = None) -> Fit:
-    """Ops ranked by how many architectures each one blocks (``compat blockers``): one row per op with its dtypes,
-    checks and architectures in their own columns where the terminal is wide enough, else under the op."""
+class BlockerRow(Protocol):
+    """An op's row as ``compat blockers`` prints it (``service.schemas.Blocker``, from ``compat.chains``)."""
+
+    op: str
+    architectures: list[str]
+    unlocks: list[str] | None
+    variants: list[str]
+    checks: list[str]
+
+
+def blockers_table(ranked: Sequence[BlockerRow], top: int | None = None) -> Fit:
+    """Ops ranked by the architectures whose blocker chain holds each one (``compat blockers``): one row per op with
+    what implementing it alone unlocks ("?" where only first blockers are known), its dtypes, checks and
+    architectures in their own columns where the terminal is wide enough, else under the op."""
     shown = ranked[:top] if top else ranked
     rows = []
     for i, b in enumerate(shown, 1):
-        dtypes = ", ".join(v.split(" (", 1)[1].rstrip(")") for v in b.variants if " (" in v)
+        dtypes = ", ".join(op_dtypes(v) for v in b.variants if op_dtypes(v))
         archs = ", ".join(b.architectures[:SHOWN_ARCHITECTURES])
         if len(b.architectures) > SHOWN_ARCHITECTURES:
             archs += f" (+{len(b.architectures) - SHOWN_ARCHITECTURES} more)"
-        rows.append((str(i), b.op, str(len(b.architectures)), str(len(b.unlocks)), dtypes, ", ".join(b.checks),
-                     archs))
+        unlocks = "?" if b.unlocks is None else str(len(b.unlocks))
+        rows.append((str(i), b.op, str(len(b.architectures)), unlocks, dtypes, ", ".join(b.checks), archs))
 
     wide = Table(title="blocking ops")
     for col in ("#", "op", "blocks", "unlocks"):
@@ -199,6 +207,26 @@ def blockers_table(ranked: list[Blocker], top: int | None = None) -> Fit:
 
     names = {a for b in shown for a in b.architectures[:SHOWN_ARCHITECTURES]}
     return Fit([wide, narrow], {b.op for b in shown} | names)
+
+
+class ChainRow(Protocol):
+    architecture: str
+    text: str
+
+
+def chains_table(chains: Sequence[ChainRow], top: int | None = None) -> Fit:
+    """Each blocked architecture's chain (``compat blockers``): its ops in the order the device meets them and how
+    it ends; the chain text wraps at its arrows, the architecture's name never breaks."""
+    shown = chains[:top] if top else chains
+    wide = Table(title="blocker chains")
+    wide.add_column("architecture", no_wrap=True)
+    wide.add_column("chain", ratio=1, min_width=24, overflow="fold")
+    narrow = Table(title="blocker chains", box=box.SIMPLE_HEAD, show_lines=True)
+    narrow.add_column("architecture / chain", ratio=1, overflow="fold")
+    for c in shown:
+        wide.add_row(c.architecture, Text(c.text))
+        narrow.add_row(Text(c.architecture, style="bold").append(f"\n{c.text}"))
+    return Fit([wide, narrow], {c.architecture for c in shown})
 
 
 def fallback_table(ranked: list[FallbackOp], top: int | None = None) -> Fit:

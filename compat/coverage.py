@@ -1,5 +1,6 @@
 """Coverage over one run's records: the verdict counts and the device report (out of the box, native, failing, native
-per check), and the ops ranked by what implementing them gains (blockers, "unlocks", ops on the CPU fallback).
+per check), and the ops on the CPU fallback ranked by what implementing them natively gains (blockers and what
+implementing them unlocks are ``compat.chains``).
 
 Pure rules over ``compat.results`` records, shared by every reader (docs/ARCHITECTURE.md, "Read rules").
 """
@@ -11,11 +12,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from compat.ops import op_name
 from compat.results import (
     ALL_CHECKS,
-    FAILURE_STATUSES,
     SUPPORT_CHECKS,
-    Check,
     ResultRecord,
     Status,
     arch_verdict,
@@ -152,57 +152,6 @@ def native_per_check(records: Iterable[ResultRecord], catalog: Iterable[str] | N
 
 
 @dataclass
-class Blocker:
-    op: str  # aten::name (dtype spellings are in ``variants``)
-    architectures: list[str]  # blocked (some failing support check names this op)
-    unlocks: list[str]  # blocked by this op alone: implementing it would make them pass every blocked check
-    variants: list[str]  # e.g. ["aten::histc (Long)"]
-    checks: list[str]
-
-    @property
-    def message(self) -> str:
-        return (f"implement {self.op} to unlock {len(self.unlocks)} architecture(s) "
-                f"(blocks {len(self.architectures)})")
-
-
-def blockers(records: Iterable[ResultRecord], *, checks: Iterable[Check] = SUPPORT_CHECKS) -> list[Blocker]:
-    """Rank ops by how many architectures they block (ties: by how many they alone block, then name).
-
-    A blocker is an op named by a failing record (FAILURE_STATUSES) of a support check: what keeps an architecture
-    from being supported. It *unlocks* an architecture when every failing support check of it names this op and no
-    support check of it failed without naming one: implementing the op is, as far as recorded, all it lacks.
-    """
-    wanted = {str(c) for c in checks}
-    blocked: dict[str, set[str]] = defaultdict(set)
-    variants: dict[str, set[str]] = defaultdict(set)
-    in_checks: dict[str, set[str]] = defaultdict(set)
-    ops_of_arch: dict[str, set[str]] = defaultdict(set)
-    unexplained: set[str] = set()  # a failure naming no op, or no verdict: no single op is known to unlock them
-    for r in records:
-        if str(r.check) not in wanted:
-            continue
-        if r.status in (Status.REFERENCE_FAIL, Status.HARNESS_ERROR):
-            unexplained.add(r.architecture)  # no verdict about the device on that check: unlocking it is unknown
-            continue
-        if r.status not in FAILURE_STATUSES:
-            continue
-        if not r.blocking_op:
-            unexplained.add(r.architecture)
-            continue
-        op = r.blocking_op.split(" (")[0]
-        blocked[op].add(r.architecture)
-        variants[op].add(r.blocking_op)
-        in_checks[op].add(str(r.check))
-        ops_of_arch[r.architecture].add(op)
-    out = []
-    for op, archs in blocked.items():
-        alone = sorted(a for a in archs if ops_of_arch[a] == {op} and a not in unexplained)
-        out.append(Blocker(op, sorted(archs), alone, sorted(variants[op]), sorted(in_checks[op])))
-    out.sort(key=lambda b: (-len(b.architectures), -len(b.unlocks), b.op))
-    return out
-
-
-@dataclass
 class FallbackOp:
     op: str  # aten::name
     architectures: list[str]  # supported only through CPU fallback, this op among those that fell back
@@ -220,7 +169,7 @@ def fallback_ranking(records: Iterable[ResultRecord]) -> list[FallbackOp]:
     ops_of: dict[str, set[str]] = {}
     for arch, recs in by_architecture(records).items():
         if arch_verdict(recs) == "supported_with_fallback":
-            ops_of[arch] = {op.split(" (")[0] for r in recs if r.check in SUPPORT_CHECKS for op in r.fallback_ops}
+            ops_of[arch] = {op_name(op) for r in recs if r.check in SUPPORT_CHECKS for op in r.fallback_ops}
     users: dict[str, set[str]] = defaultdict(set)
     for arch, ops in ops_of.items():
         for op in ops:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from compat.ops import split_op
 from compat.results import SUPPORT_CHECKS, ResultRecord, arch_verdict, by_architecture, percent
 
 SUPPORTED_VERDICTS = frozenset({"supported", "supported_with_fallback"})
@@ -55,8 +56,8 @@ def touches(switch: Mapping, ops: Iterable[str]) -> bool:
     one of its dtypes."""
     names, dtypes = set(switch.get("ops", [])), set(switch.get("dtypes", []))
     for text in ops:
-        op, _, rest = text.partition(" (")
-        op_dtypes = {d.strip() for d in rest.rstrip(")").split(",")} if rest else set()
+        op, spelled = split_op(text)
+        op_dtypes = set(spelled)
         if names and op not in names:
             continue
         if dtypes and not (op_dtypes & dtypes):

@@ -248,6 +248,8 @@ class Report(BaseModel):
     op_traces: list[OpTrace] = Field(default_factory=list)
     # compat.decisions.DecisionEffect.model_dump() per measured switch (that module builds on this one's records)
     decisions: list[dict[str, Any]] = Field(default_factory=list)
+    # compat.chains.Chain.model_dump() per architecture failing at an op, measured on the simulated device
+    chains: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def is_supported_statuses(statuses: Mapping[str, str]) -> bool:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from compat.results import FAILURE_STATUSES, SUPPORT_CHECKS, ResultRecord, Status, arch_verdict
-
-
-def _op_names(ops: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(op.split(" (")[0] for op in ops))
+from compat.blocking import blocking_record
+from compat.ops import op_names
+from compat.results import SUPPORT_CHECKS, ResultRecord, Status, arch_verdict
 
 
 def verdict_text(records: Iterable[ResultRecord]) -> str:
@@ -20,10 +18,10 @@ def verdict_text(records: Iterable[ResultRecord]) -> str:
     if word == "supported":
         return "supported natively"
     if word == "supported_with_fallback":
-        parts = [f"{r.check} {', '.join(_op_names(r.fallback_ops))}" for r in recs if r.fallback_ops]
+        parts = [f"{r.check} {', '.join(op_names(r.fallback_ops))}" for r in recs if r.fallback_ops]
         return "supported with CPU fallback: " + "; ".join(parts)
-    if word == "failing":
-        first = next(r for r in recs if r.status in FAILURE_STATUSES)
+    first = blocking_record(recs) if word == "failing" else None  # the one rule of what blocks (compat.blocking)
+    if first is not None:
         at = f" at {first.blocking_op}" if first.blocking_op else (f": {first.error.type}" if first.error else "")
         return f"failing: {first.check} {first.status}{at}"
     reasons = {r.reason for r in recs if r.status != Status.PASS and r.reason}

@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from markupsafe import Markup, escape
 
+from compat.ops import op_names
 from compat.results import FAILURE_STATUSES, Status
 
 
@@ -69,11 +70,6 @@ def status_cell(status: str | Status | None, *, changed: bool = False, title: st
     return _cell(None if status is None else str(status), changed, title, ops)
 
 
-def op_names(ops: Iterable[str]) -> list[str]:
-    """Distinct op names without their dtypes: "aten::argmax (Long)" -> "aten::argmax"."""
-    return list(dict.fromkeys(op.split(" (")[0] for op in ops))
-
-
 def _short_ops(names: tuple[str, ...], shown: int = 2) -> str:
     # A matrix cell has room for a couple of names; the tooltip and the architecture page list them all.
     short = [n.removeprefix("aten::") for n in names[:shown]]
@@ -107,4 +103,4 @@ def legend() -> list[StatusStyle]:
     return [STYLES[str(s)] for s in Status]
 
 
-__all__ = ["STYLES", "StatusStyle", "is_failure", "legend", "op_names", "status_cell", "style_for"]
+__all__ = ["STYLES", "StatusStyle", "is_failure", "legend", "status_cell", "style_for"]

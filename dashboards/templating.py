@@ -13,6 +13,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from compat.ops import op_dtypes
 from compat.text_cut import shorten
 from dashboards.status_style import legend, status_cell, style_for
 
@@ -78,7 +79,8 @@ def _build_env() -> Environment:
         lstrip_blocks=True,
         auto_reload=False,  # templates ship with the package; skip the per-render mtime check
     )
-    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text)
+    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text,
+                       op_dtypes=op_dtypes)
     env.globals.update(status_cell=status_cell, style_for=style_for, status_legend=legend, nav=NAV, ratio=ratio)
     return env
 

@@ -94,6 +94,7 @@ def device_info() -> dict[str, Any]:
         "strict": not CONFIG.cpu_fallback,
         "fallback_only_for_unimplemented": CONFIG.fallback_only_for_unimplemented,
         "complex_decompose": CONFIG.complex_decompose,
+        **({"cpu_ops": sorted(CONFIG.cpu_ops)} if CONFIG.cpu_ops else {}),  # harness-only (blocker chains)
         "switches": {sw.id: sw.active for sw in profiles.load(CONFIG.profile, CONFIG.switches).switches},
         "backend_version": BACKEND_VERSION,
         "policy": numerics.policy(),
@@ -161,6 +162,13 @@ def set_switches(chosen: dict[str, str]) -> None:
     CONFIG.switches = pairs
     if not config._env("TORCH_NEURONX_COMPLEX_DECOMPOSE"):  # the one setting a switch (complex_eager) moves
         CONFIG.complex_decompose = prof.complex_decompose_default
+    _clear()
+
+
+def set_cpu_ops(names: frozenset[str] | set[str] | list[str]) -> None:
+    """NEURON_CPU_OPS in this process (harness-only): these ops run on the CPU fallback whatever the profile says;
+    empty puts every op back. The harness's blocker chains use it, never a product fact."""
+    CONFIG.cpu_ops = config.parse_cpu_ops(",".join(names))
     _clear()
 
 

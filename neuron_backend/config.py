@@ -44,6 +44,10 @@ ENVIRONMENT: dict[str, tuple[str, str]] = {
              f"(torch_neuronx/utils.py skip_op_preconditions, {_SRC_DOC})"),
     "TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION": (
         "1", f"torch.compile only: 1 = a graph that fails to compile raises; 0 = runs eagerly instead ({_ENV_VARS})"),
+    "NEURON_CPU_OPS": ("", "harness-only, not a product setting: ops moved to the CPU fallback whatever the profile "
+                           "says, comma-separated names (e.g. aten::sort,aten::_grouped_mm), also in strict mode. The "
+                           "harness measures blocker chains with it (what fails once an op is implemented); no "
+                           "torch-neuronx setting that does this is known, so a real device cannot be asked"),
     "NEURON_AUTOCAST_MATMUL": ("", "1 = compiler-style bf16 matmul numerics (bf16 inputs, fp32 accumulate); 0 = exact "
                                    "fp32 (default: the profile's matmul_autocast)"),
 }
@@ -78,6 +82,7 @@ class Config:
     disable_fallback_execution: bool
     skip_op_preconditions: bool
     autocast_matmul: bool
+    cpu_ops: frozenset[str] = frozenset()  # NEURON_CPU_OPS: harness-only, ops forced onto the CPU fallback
 
 
 def hardware_defaults(profile: profiles.Profile, lnc: int) -> tuple[int, int]:
@@ -96,6 +101,15 @@ def profile_defaults(cfg: Config, profile: profiles.Profile) -> None:
         cfg.complex_decompose = profile.complex_decompose_default
     if _env("NEURON_AUTOCAST_MATMUL") == "":
         cfg.autocast_matmul = profile.matmul_autocast == "bf16"
+
+
+def parse_cpu_ops(text: str) -> frozenset[str]:
+    """``aten::sort, aten::_grouped_mm`` -> the op names; a name without a namespace fails naming the variable."""
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    bad = sorted(n for n in names if "::" not in n or " " in n)
+    if bad:
+        raise ValueError(f"NEURON_CPU_OPS: {', '.join(bad)}: expected op names such as aten::sort, comma-separated")
+    return names
 
 
 def load() -> Config:
@@ -127,6 +141,7 @@ def load() -> Config:
         disable_fallback_execution=_flag("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION"),
         skip_op_preconditions=_flag("TORCH_NEURONX_SKIP_OP_PRECONDITIONS"),
         autocast_matmul=_flag("NEURON_AUTOCAST_MATMUL", True),
+        cpu_ops=parse_cpu_ops(_env("NEURON_CPU_OPS")),
     )
     profile_defaults(cfg, profile)
     return cfg

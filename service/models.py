@@ -97,6 +97,9 @@ class Run(Base):
     # The measured decision switches (0008): compat.decisions.DecisionEffect.model_dump() each, written once the
     # run's verdicts are in (Store.set_decisions); None = not measured. The headline's range is read from them.
     decisions: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    # Blocker chains (0015): compat.chains.Chain.model_dump() per architecture failing at an op, measured by moving
+    # its blocking ops to the CPU fallback (Store.set_chains); None = not measured (only first blockers known).
+    chains: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     # The lane (0013): "pinned" (the project's pins) or e.g. "transformers-latest"; baselines stay within a lane.
     lane: Mapped[str] = mapped_column(String(32), default="pinned", server_default="pinned")
     # What the run's notifications did (0013): {"webhook": {...}, "github": {...}}; None = not tried.

@@ -2,8 +2,9 @@
 
 The read rules (docs/ARCHITECTURE.md, "Read rules") are applied here and nowhere else: which run (latest, headline,
 baseline) is ``service.runs``; one run's headline (with its range across decisions) is ``service.headline``;
-supported, blockers/unlocks, ops on the CPU and regressions are the pure rules of ``compat.results``,
-``compat.decisions`` and ``compat.diff``. Reads first mark runs whose owner is lost ``interrupted``
+supported, what blocks an architecture, ops on the CPU and regressions are the pure rules of ``compat.results``,
+``compat.blocking``, ``compat.decisions`` and ``compat.diff``; blockers, chains and unlocks (``compat.chains``) are
+read by ``service.blockers``. Reads first mark runs whose owner is lost ``interrupted``
 (``service.lifecycle.reap``), so no page shows a dead run as in progress.
 """
 
@@ -15,12 +16,9 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session
 
 from compat import status_filter
-from compat.coverage import blockers as rank_blockers
-from compat.coverage import fallback_ranking
+from compat.blocking import blocking_record
 from compat.diff import FINISHED_STATES, diff_results
 from compat.results import (
-    CHECK_ORDER,
-    FAILURE_STATUSES,
     RunKind,
     is_ranked,
     is_supported_statuses,
@@ -30,6 +28,7 @@ from compat.verdict_text import verdict_text
 from service import history
 from service import schemas as S
 from service import submissions as submission_rules
+from service.blockers import blockers_out
 from service.declared_support import declared_lists
 from service.headline import device_coverage, frac
 from service.lifecycle import reap
@@ -174,10 +173,8 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         hp.statuses[check] = status
     for hp in history.values():
         hp.supported = is_supported_statuses(hp.statuses)
-    # What blocks it: the first check, in check order, that failed on the device (``FAILURE_STATUSES``); a check
-    # that ended reference_fail or harness_error says nothing about the device and is shown as its own status only.
-    failing = next((r for r in sorted(latest, key=lambda r: CHECK_ORDER.get(str(r.check), 99))
-                    if r.status in FAILURE_STATUSES), None)
+    # What blocks it: the one rule (compat.blocking); a reference_fail or harness_error is its own status only.
+    failing = blocking_record(latest)
     return S.ArchitectureDetail(
         name=name, model_type=arch.model_type if arch else "", rank=arch.rank if arch else None,
         downloads=arch.downloads if arch else 0, representative=arch.representative if arch else None,
@@ -185,7 +182,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         latest_runs=latest_runs_of(session, name),
         history=[h for h in history.values() if h.kind == RunKind.SWEEP],
         submitted=[h for h in history.values() if h.kind == RunKind.SUBMISSION],
-        blocking_op=next((r.blocking_op for r in latest if r.blocking_op), None),
+        blocking_op=failing.blocking_op if failing else None,
         error=f"{failing.error.type}: {failing.error.message}" if failing and failing.error else None,
         repro=(failing.repro if failing else None) or next((r.repro for r in latest if r.repro), None),
         badge_url=f"/api/v1/badges/{name}.svg",
@@ -312,36 +309,9 @@ def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:
 
 
 def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:
-    """``compat.coverage.blockers`` over the headline run of each device (or of ``device``, or one run), merged
-    across devices by op; architectures by rank."""
-    by_op: dict[str, S.Blocker] = {}
-    on_cpu: dict[str, S.FallbackOp] = {}
-    ranks: dict[str, int] = {}
-    for run in _runs_for(session, device, run_id):
-        view = run_view(session, run)
-        ranks.update({c.architecture: c.rank for c in view.catalog if c.architecture not in ranks})
-        records = run_records(session, run.id)
-        for f in fallback_ranking(records):
-            item = on_cpu.setdefault(f.op, S.FallbackOp(op=f.op, count=0, architectures=[]))
-            item.architectures = sorted(set(item.architectures) | set(f.architectures))
-            item.offloads = sorted(set(item.offloads) | set(f.offloads))
-            item.count = len(item.architectures)
-        for b in rank_blockers(records):
-            item = by_op.setdefault(b.op, S.Blocker(op=b.op, count=0, architectures=[]))
-            item.architectures = sorted(set(item.architectures) | set(b.architectures))
-            item.unlocks = sorted(set(item.unlocks) | set(b.unlocks))
-            item.variants = sorted(set(item.variants) | set(b.variants))
-            item.checks = sorted(set(item.checks) | set(b.checks))
-    big = 10**9
-    for item in by_op.values():
-        item.count = len(item.architectures)
-        item.architectures.sort(key=lambda n: (ranks.get(n, big), n))
-        item.unlocks.sort(key=lambda n: (ranks.get(n, big), n))
-        best = min((ranks.get(n, big) for n in item.architectures), default=big)
-        item.best_rank = best if best < big else None
-    items = sorted(by_op.values(), key=lambda b: (-b.count, -len(b.unlocks), b.op))
-    fallback = sorted(on_cpu.values(), key=lambda f: (-len(f.offloads), -f.count, f.op))
-    return S.Blockers(device=device, run_id=run_id, items=items, fallback=fallback)
+    """``compat.chains.blocker_report`` over the headline run of each device (or of ``device``, or one run), with
+    each run's measured chains; ``compat.coverage.fallback_ranking`` merged by op. Architectures by rank."""
+    return blockers_out(session, _runs_for(session, device, run_id), device, run_id)
 
 
 def declared_coverage(session: Session, top_n: int | None = None) -> S.DeclaredCoverage:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from compat.results import CHECK_ORDER, SUPPORT_CHECKS, Status, is_supported_statuses
+from compat.blocking import blocking_record, shown_record
+from compat.results import FAILURE_STATUSES, SUPPORT_CHECKS, Status, is_supported_statuses
 from service.models import Result, Run, RunArchitecture
 
 _SUPPORT = tuple(str(c) for c in SUPPORT_CHECKS)
@@ -105,7 +107,7 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
         .where(Result.run_id == run_id, Result.device == device)
     ).all()
     out: dict[str, ArchOutcome] = {}
-    detail = []  # rows that carry an op or error: few, so only these are sorted
+    detail = []  # failing rows and rows that carry an error: few, so only these are read for what blocks
     for row in rows:
         arch, check, status, rank, blocking_op, etype, emsg, fallback = row
         o = out.get(arch)
@@ -117,19 +119,31 @@ def arch_outcomes(session: Session, run_id: str, device: str) -> dict[str, ArchO
         if fallback:
             o.fallback_checks.add(check)
             o.fallback = o.fallback or check in _SUPPORT
-        if blocking_op or ((etype or emsg) and status != _PASS):
+        if status in FAILURE_STATUSES or (status != _PASS and (etype or emsg)):
             detail.append(row)
     if any(o.fallback_checks for o in out.values()):
         _add_fallback_ops(session, run_id, device, out)
-    # Check order (not row order) decides which failure's op/error an architecture shows.
-    detail.sort(key=lambda r: (CHECK_ORDER.get(r[1], len(CHECK_ORDER)), r[1]))
-    for arch, _check, status, _rank, blocking_op, etype, emsg, _fb in detail:
+    by_arch: dict[str, list[_Detail]] = {}
+    for arch, check, status, _rank, op, etype, emsg, _fb in detail:
+        by_arch.setdefault(arch, []).append(_Detail(check, status, op, f"{etype}: {emsg}" if etype else emsg))
+    for arch, rows_of in by_arch.items():
+        # What blocks it is the one rule (compat.blocking); with no failure, the error says why there is no verdict.
         o = out[arch]
-        if o.blocking_op is None and blocking_op:
-            o.blocking_op = blocking_op
-        if o.error is None and (etype or emsg) and status != _PASS:
-            o.error = f"{etype}: {emsg}" if etype else emsg
+        blocking = blocking_record(rows_of)
+        o.blocking_op = blocking.blocking_op if blocking is not None else None
+        shown = blocking if blocking is not None and blocking.error else shown_record(
+            [r for r in rows_of if r.error and r is not blocking])
+        o.error = shown.error if shown is not None else None
     return out
+
+
+class _Detail(NamedTuple):
+    """A stored row that carries an op or an error, as ``compat.blocking`` reads it."""
+
+    check: str
+    status: str
+    blocking_op: str | None
+    error: str | None
 
 
 def _add_fallback_ops(session: Session, run_id: str, device: str, out: dict[str, ArchOutcome]) -> None:

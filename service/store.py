@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from compat.chains import Chain
 from compat.decisions import DecisionEffect
 from compat.lane import NewInRelease
 from compat.lifecycle import DEFAULT_SILENCE_S
@@ -181,6 +182,15 @@ class Store:
                 raise KeyError(f"unknown run {run_id!r}")
             run.decisions = [e.model_dump(mode="json") for e in effects]
             run.data_version = (run.data_version or 0) + 1  # page caches key on it: the range must show at once
+
+    def set_chains(self, run_id: str, chains: list[Chain]) -> None:
+        """Keep the run's measured blocker chains (``compat.chains``); a second call replaces the first."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            run.chains = [c.model_dump(mode="json") for c in chains]
+            run.data_version = (run.data_version or 0) + 1  # page caches key on it
 
     def finish_run(self, run_id: str) -> str:
         """Close a run: ``complete`` only when every planned key has a result, else ``incomplete``."""

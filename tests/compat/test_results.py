@@ -3,7 +3,8 @@ blocker ranking, and the one factory of records for checks that ended without a 
 
 from __future__ import annotations
 
-from compat.coverage import blockers, coverage, fallback_ranking
+from compat.chains import blocker_report
+from compat.coverage import coverage, fallback_ranking
 from compat.results import (
     ArchitectureEntry,
     Check,
@@ -52,7 +53,9 @@ def test_coverage_counts_native_fallback_failing_and_known() -> None:
     assert cov.all_checks_pass(recs) == 2
 
 
-def test_blockers_rank_by_architectures_blocked_and_count_sole_unlocks() -> None:
+def test_first_blockers_rank_by_architectures_and_never_claim_an_unlock() -> None:
+    # No chain measured (a device that cannot move an op to the CPU): each architecture's first blocker only, and
+    # what implementing it unlocks is unknown (None), whatever else the records name.
     recs = [
         rec("A", "forward", "unsupported_op", "aten::histc (Long)"),
         rec("A", "generate", "unsupported_op", "aten::histc (Long)"),
@@ -60,31 +63,29 @@ def test_blockers_rank_by_architectures_blocked_and_count_sole_unlocks() -> None
         rec("B", "train", "unsupported_op", "aten::_foreach_mul"),
         rec("C", "forward", "unsupported_op", "aten::_foreach_mul"),
         rec("D", "forward", "unsupported_op", "aten::histc (Long)"),
-        rec("D", "generate", "error"),  # a failure naming no op: no single op unlocks D
+        rec("D", "generate", "unsupported_op", "aten::cumsum (Int)"),  # behind histc: not its first blocker
         rec("E", "forward", "pass"),
     ]
-    ranked = blockers(recs)
-    assert [b.op for b in ranked] == ["aten::histc", "aten::_foreach_mul"]
-    histc = ranked[0]
-    assert histc.architectures == ["A", "B", "D"]
-    # B's train failure is not a support check: histc is all B lacks to be supported. D has an unexplained error.
-    assert histc.unlocks == ["A", "B"]
+    got = blocker_report(recs)
+    assert [b.op for b in got.blockers] == ["aten::histc", "aten::_foreach_mul"]
+    histc = got.blockers[0]
+    assert histc.architectures == histc.first == ["A", "B", "D"] and histc.unlocks is None
     assert histc.variants == ["aten::histc (Int)", "aten::histc (Long)"]
-    assert histc.message == "implement aten::histc to unlock 2 architecture(s) (blocks 3)"
-    assert ranked[1].architectures == ["C"] and ranked[1].unlocks == ["C"]  # B's train failure is not counted
+    assert "only the first blocker is known" in histc.message and "unlock" in histc.message
+    assert got.blockers[1].architectures == ["C"]  # B's train failure is not a support check
+    assert not got.measured and got.unlock_sets == [] and "only the first blocker is known" in got.note
 
 
-def test_no_verdict_statuses_are_never_failing_blocking_or_unlocked() -> None:
-    # harness_error and reference_fail say nothing about the device: not failing, no blocker of their own, and an
-    # op failing elsewhere in the same architecture cannot be said to unlock it.
+def test_no_verdict_statuses_are_never_failing_or_blocking() -> None:
+    # harness_error and reference_fail say nothing about the device: not failing, no blocker of their own.
     recs = [rec("H", "load"), rec("H", "forward", "unsupported_op", "aten::histc (Long)"),
             rec("H", "generate", "harness_error"),
             rec("R", "load", "reference_fail"), rec("R", "forward", "reference_fail"), rec("R", "generate", "skipped")]
     assert arch_verdict([r for r in recs if r.architecture == "R"]) == "reference_fail"
     assert arch_verdict([rec("X", "load"), rec("X", "forward"), rec("X", "generate", "harness_error")]) == \
         "not_judged"
-    ranked = blockers(recs)
-    assert [(b.op, b.architectures, b.unlocks) for b in ranked] == [("aten::histc", ["H"], [])]
+    got = blocker_report(recs)
+    assert [(b.op, b.architectures, b.unlocks) for b in got.blockers] == [("aten::histc", ["H"], None)]
 
 
 def test_coverage_over_a_catalog_counts_architectures_without_records_as_not_judged() -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from live_server import LiveServer, RecordedPage, make_app
 
+from compat.ops import op_name
+
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,5 +74,5 @@ def test_real_sweep_architecture_page_shows_the_blocking_op(rpage) -> None:  # n
     assert rpage.page.locator('[data-device="neuron"] [data-supported]').get_attribute("data-supported") == "no"
     rpage.shot("real-sweep-architecture")
     rpage.goto("/blockers")
-    op = detail["blocking_op"].split(" (")[0]  # the blockers page ranks ops; dtypes are listed beside them
+    op = op_name(detail["blocking_op"])  # the blockers page ranks ops; dtypes are listed beside them
     assert rpage.page.locator(f'tr[data-op="{op}"] a').all_inner_texts() == ["MixtralForCausalLM"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from compat.ops import join_op, split_op
 from compat.results import ErrorInfo, Status
 
 # c10::ScalarType names, the spelling PyTorch uses in its own dispatcher errors ("not implemented for 'Half'").
@@ -75,7 +76,7 @@ def format_op(op: object, dtypes: object = None) -> str:
     if isinstance(dtypes, (str, torch.dtype)):
         dtypes = [dtypes]
     names = sorted({dtype_name(d) for d in dtypes})  # type: ignore[union-attr]
-    return f"{name} ({', '.join(names)})" if names else name
+    return join_op(name, names)
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
@@ -153,7 +154,7 @@ def attribute(exc: BaseException, failing_op: str | None = None) -> Attribution:
         return Attribution(Status.UNSUPPORTED_OP, op_name(m.group(1)), info, digest, True)
     if m := _NOT_IMPL_FOR.search(msg):
         # The kernel name ("addmm_impl_cpu_") is not an aten op; prefer the op the catcher saw.
-        base = failing_op.split(" (")[0] if failing_op else m.group(1)
+        base = split_op(failing_op)[0] if failing_op else m.group(1)
         return Attribution(Status.UNSUPPORTED_DTYPE, f"{base} ({m.group(2)})", info, digest)
     return Attribution(Status.ERROR, failing_op, info, digest)
 

@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from compat.native import NativeRegistry, remote_code_verdict
+from compat.ops import op_name
 from compat.results import FAILURE_STATUSES, NO_VERDICT_STATUSES, Check, ResultRecord, Status
 
 if TYPE_CHECKING:  # types only: importing neuron_backend registers the device (torch), which judging never needs
@@ -196,10 +197,6 @@ def source_label(source_id: str, sources: Mapping[str, Source]) -> str:
     return f"{src.ref} {PurePosixPath(src.path).name}" if src is not None else source_id
 
 
-def _op_name(op: str | None) -> str:
-    return (op or "").split(" (", 1)[0]
-
-
 def _real_side(obs: Observed, sources: Mapping[str, Source]) -> str:
     cited = ", ".join(dict.fromkeys(source_label(s, sources) for s in obs.sources))  # one results.tsv per model
     models = ", ".join(obs.models[:SHOWN_MODELS]) + (f" +{len(obs.models) - SHOWN_MODELS} more"
@@ -220,14 +217,14 @@ def _cause(obs: Observed, sim: Simulated, sources: Mapping[str, Source]) -> str 
                 + (f": {_clause(obs.error)}" if obs.error else " (error not recorded)")
         else:
             said = "real hardware failed, real cause not recorded"
-        fell = [f for f in sim.fallback_ops if obs.op and _op_name(f) == _op_name(obs.op)]
+        fell = [f for f in sim.fallback_ops if obs.op and op_name(f) == op_name(obs.op)]
         ran = "the simulation ran it" + (f", {fell[0]} on the CPU fallback" if fell else "")
         if sim.status == Status.MISMATCH:
             ran += " (numerics off the CPU reference: mismatch)"
         return f"{said} ({real}); {ran}"
     if obs.outcome == sim.outcome == "fail" and (obs.op or obs.error):
         # The outcome agrees; say so when the recorded reasons do not (a full-size OOM is no missing kernel).
-        if obs.op and sim.op and _op_name(obs.op) == _op_name(sim.op):
+        if obs.op and sim.op and op_name(obs.op) == op_name(sim.op):
             return None
         real_at = (f" at {obs.op}" if obs.op else "") + (f": {_clause(obs.error)}" if obs.error else "")
         sim_at = f"at {sim.op}" if sim.op else f"in {sim.check} ({sim.status})"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from compat.ops import op_name
 from compat.results import FAILURE_STATUSES, ResultRecord, Status
 
 DEFAULT_PATH = Path(__file__).with_name("known_issues.json")
@@ -28,7 +29,7 @@ class KnownIssue(BaseModel):
         return (self.architecture in ("*", rec.architecture)
                 and self.check in (None, str(rec.check))
                 and self.device in (None, rec.device.split(":")[0])
-                and (self.op is None or (rec.blocking_op or "").split(" (")[0] == self.op))
+                and (self.op is None or op_name(rec.blocking_op or "") == self.op))
 
     def label(self) -> str:
         return f"{self.reason} ({self.link})" if self.link else self.reason

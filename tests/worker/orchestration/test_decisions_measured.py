@@ -1,6 +1,7 @@
 """Issue 18 acceptance, on the real runner and the simulated device: a sweep measures what each decision switch moves,
 and a real sweep run with that switch flipped lands exactly there (a fallback-only case: argmax; a failing case: MoE
-routing's integer sort behind grouped_mm's preconditions). The headline with its range is one text on the CLI."""
+routing's integer sort behind grouped_mm's preconditions). The headline with its range is one text on the CLI. The same
+sweep measures the MoE's blocker chain (issue 30), which agrees with the decisions."""
 
 from __future__ import annotations
 
@@ -79,11 +80,21 @@ def test_flipping_a_switch_moves_the_stored_figure_by_what_a_real_rerun_gives(en
     shown = re.search(r'data-metric="range">([^<]+)<', page).group(1)
     assert html.unescape(shown).strip() == headline
 
+    # Blocker chains (issue 30), measured by the same sweep: the MoE re-run with integer sort on the CPU fallback stops
+    # at _grouped_mm, and passes with both there; only the pair unlocks it, as the decisions measured below say.
+    (chain,) = [c for c in base.chains if c["architecture"] == MOE]
+    assert [link["op"] for link in chain["links"]] == ["aten::sort (Int)", "aten::_grouped_mm (Float, Int)"]
+    assert chain["end"] == "pass" and [c["architecture"] for c in base.chains] == [MOE]
+    res = runner.invoke(app, ["blockers", "--json", str(env / "base.json")])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 0 and "implement aten::sort + aten::_grouped_mm to unlock 1 architecture(s)" in said
+    assert "implement aten::sort to unlock" not in said and "chains measured" in said, said
+
     # Fallback-only: re-judged from the stored fallback ops, then checked against a real sweep with argmax native.
     argmax = effects["argmax_device=native"]
     assert argmax.measured_by == "traces" and argmax.native_gains == [DENSE] and argmax.moves == 0
     # The real re-run runs only what the switch touched (the rest cannot move): the figure is the stored one plus it.
-    _, flipped = _sweep(env, "argmax", "--switch", "argmax_device=native", *_args(argmax.affected))
+    _, flipped = _sweep(env, "argmax", "--switch", "argmax_device=native", "--no-chains", *_args(argmax.affected))
     assert argmax.affected == [DENSE, MOE]  # both run argmax on the CPU reference; only GPT-2 gets that far
     assert _counts(flipped) == (supported + argmax.moves, native + argmax.native_moves)
     assert flipped.decisions == []  # a run made away from the defaults measures nothing
@@ -92,7 +103,8 @@ def test_flipping_a_switch_moves_the_stored_figure_by_what_a_real_rerun_gives(en
     both = effects[",".join(f"{k}={v}" for k, v in sorted(PERMISSIVE.items()))]
     assert both.measured_by == "rerun" and both.gains == [MOE]
     assert effects["integer_sort_topk=runs"].moves == 0 and effects["grouped_mm_preconditions=not_enforced"].moves == 0
-    _, permissive = _sweep(env, "permissive", *[a for k, v in PERMISSIVE.items() for a in ("--switch", f"{k}={v}")],
+    _, permissive = _sweep(env, "permissive", "--no-chains",
+                           *[a for k, v in PERMISSIVE.items() for a in ("--switch", f"{k}={v}")],
                            *_args(both.affected))
     assert _counts(permissive)[0] == supported + both.moves
     assert {r.architecture for r in permissive.results if r.check == "forward" and r.status == "pass"} == {DENSE, MOE}

@@ -27,7 +27,7 @@ A, B, C, D, E = ("LlamaForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel", "Mis
                  "MixtralForCausalLM")
 HISTC, CUMSUM = "aten::histc (Long)", "aten::cumsum (Int)"
 FIRST = {E: {"forward": ["unsupported_op", HISTC]}}
-# A regresses on histc alone (histc unlocks it); B regresses on histc and cumsum (neither alone unlocks it); C's load
+# A regresses on histc; B regresses on histc (forward: its first blocker) and cumsum (generate); C's load
 # ends harness_error (no verdict: "missing", never a regression); E is fixed; D passes throughout, now with one op
 # on the CPU fallback (supported out of the box, not natively).
 SECOND = {A: {"forward": ["unsupported_op", HISTC]},
@@ -85,9 +85,10 @@ def test_cli_api_and_pages_read_the_same_numbers(store_env: Path) -> None:
     assert headline.group(4).startswith("Hub ranking by downloads, snapshot ")
     # CLI: blockers of the device's headline run, as a table (op, blocks, unlocks).
     blocked = _cli("blockers")
-    cli_blockers = [(op, int(n), int(u)) for op, n, u in
-                    re.findall(r"│\s*\d+\s*│\s*(aten::\w+)\s*│\s*(\d+)\s*│\s*(\d+)\s*│", blocked.split(
+    cli_blockers = [(op, int(n), u) for op, n, u in
+                    re.findall(r"│\s*\d+\s*│\s*(aten::\w+)\s*│\s*(\d+)\s*│\s*(\d+|\?)\s*│", blocked.split(
                         "ops on the CPU fallback")[0])]
+    cli_chains = re.findall(r"│\s*(\w+)\s*│\s*(aten::\w+ \(\w+\) → \?)", blocked)
     cli_fallback = re.findall(r"implement (aten::\w+) natively to take (\d+) architecture\(s\) off the CPU", blocked)
     report = re.search(r"out of the box (\d+) / (\d+) \(([\d.]+%)\), native (\d+) / \d+ \(([\d.]+%)\), "
                        r"failing (\d+)", second).groups()
@@ -124,12 +125,19 @@ def test_cli_api_and_pages_read_the_same_numbers(store_env: Path) -> None:
                             r'<span data-metric="failing">(\d+)<', overview).groups()
     assert page_report == report
 
-    # Blockers and "unlocks"; ops on the CPU fallback and how many architectures each takes off the CPU.
-    assert cli_blockers == [(b["op"], b["count"], len(b["unlocks"])) for b in api_blockers] == [
-        ("aten::histc", 2, 1), ("aten::cumsum", 1, 0)]
-    page_rows = re.findall(r'data-op="(aten::\w+)".*?data-count>(\d+)</td>\s*<td class="num" data-unlocks>(\d+)<',
+    # Blockers: on cpu no op can be moved to the CPU fallback, so only the first blocker is known (the first failing
+    # support check's op: B's forward histc, not its generate cumsum) and "unlocks" is unknown ("?", null), never
+    # guessed; ops on the CPU fallback and how many architectures each takes off the CPU.
+    assert cli_blockers == [(b["op"], b["count"], "?" if b["unlocks"] is None else str(len(b["unlocks"])))
+                            for b in api_blockers] == [("aten::histc", 2, "?")]
+    assert got["measured"] is False and "only the first blocker is known" in got["note"]
+    assert "only the first blocker is known" in " ".join(blocked.split())
+    assert sorted(cli_chains) == sorted((c["architecture"], c["text"].split(" (only")[0]) for c in got["chains"]) == [
+        (A, "aten::histc (Long) → ?"), (B, "aten::histc (Long) → ?")]
+    page_rows = re.findall(r'data-op="(aten::\w+)".*?data-count>(\d+)</td>\s*<td class="num" data-unlocks>(\d+|\?)<',
                            blockers_page, re.S)
-    assert [(op, int(n), int(u)) for op, n, u in page_rows] == cli_blockers
+    assert [(op, int(n), u) for op, n, u in page_rows] == cli_blockers
+    assert re.findall(r'data-chain="(\w+)" data-end="unknown"', blockers_page) == [A, B]
     api_fallback = [(f["op"], str(len(f["offloads"]))) for f in fallback]
     assert cli_fallback == api_fallback == [("aten::cumsum", "1")]
     page_fallback = re.findall(r'data-fallback-op="(aten::\w+)".*?data-offloads>(\d+)<', blockers_page, re.S)

@@ -8,8 +8,9 @@ import io
 import pytest
 from rich.console import Console
 
-from cli.tables import blockers_table, coverage_table, op_name, results_table
-from compat.coverage import blockers
+from cli.tables import blockers_table, coverage_table, results_table
+from compat.chains import blocker_report
+from compat.ops import op_name
 from compat.results import Check, ErrorInfo, ResultRecord, Status
 
 
@@ -101,7 +102,7 @@ def test_results_table_keeps_status_op_and_check_whole(width: int) -> None:
 
 @pytest.mark.parametrize("width", [80, 120, 200])
 def test_blockers_table_keeps_every_op_whole(width: int) -> None:
-    ranked = blockers(failing_run())
+    ranked = blocker_report(failing_run()).blockers
     assert {b.op for b in ranked} == {op_name(LONG_OP), "aten::_foreach_addcdiv_"}
     lines = render(blockers_table(ranked), width)
     assert_readable(lines, width, {b.op for b in ranked})
