@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from compat.diff import FINISHED_STATES, diff_results
+from compat.diff import diff_results
 from compat.history import RunMoment, regression_history
 from compat.lane import LIBRARY, NewInRelease, new_in_release
 from compat.results import ResultRecord
@@ -22,7 +22,7 @@ from service import schemas as S
 from service.models import Result, Run, RunArchitecture
 from service.records import aware, row_to_record
 from service.runs import (
-    IS_SUBMISSION,
+    FINISHED_SWEEP,
     baseline_run,
     check_device,
     get_run_row,
@@ -47,7 +47,7 @@ def regressions_since(session: Session, days: int, *, device: str | None = None,
     """Regressions of every finished sweep started in the last ``days`` days (on ``device`` if given), each run
     against its own baseline (same device, lane and trigger)."""
     since = (now or datetime.now(UTC)) - timedelta(days=days)
-    q = select(Run).where(~IS_SUBMISSION, Run.state.in_(FINISHED_STATES), Run.started >= since)
+    q = select(Run).where(*FINISHED_SWEEP, Run.started >= since)
     if device is not None:
         q = q.where(Run.device == check_device(session, device))
     runs = list(session.scalars(q.order_by(Run.started.desc(), Run.id.desc()).limit(MAX_RUNS)))
@@ -84,7 +84,7 @@ def new_in_release_of(session: Session, run_id: str) -> NewInRelease | None:
     version = (run.versions or {}).get(LIBRARY)
     if run.catalog_source != "registry" or not version or run.trigger == "submission":
         return None
-    q = (select(Run).where(~IS_SUBMISSION, Run.state.in_(FINISHED_STATES), Run.device == run.device,
+    q = (select(Run).where(*FINISHED_SWEEP, Run.device == run.device,
                            Run.catalog_source == "registry", Run.scope == "full", Run.id != run.id,
                            Run.started <= run.started)
          .order_by(Run.started.desc(), Run.id.desc()))

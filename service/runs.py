@@ -26,6 +26,7 @@ _ORDER = (Run.started.desc(), Run.id.desc())
 IS_SUBMISSION = Run.trigger == str(Trigger.SUBMISSION)
 # A run every "latest" and "baseline" read may choose: finished (complete or incomplete) and not a submission.
 _FINISHED_SWEEP = (~IS_SUBMISSION, Run.state.in_(FINISHED_STATES))
+FINISHED_SWEEP = _FINISHED_SWEEP  # the same run set for service.history's windows (any lane, any scope)
 
 
 class NotFound(LookupError):
