@@ -69,7 +69,7 @@ def _web() -> ModuleType:
 
 
 def parse_checks(values: list[str] | None) -> list[Check]:
-    """``--checks load,forward --checks compile`` -> checks; ``all`` = the five, ``default`` = the four."""
+    """``--checks load,forward --checks compile`` -> checks; ``all`` = every check (compat.results.ALL_CHECKS), ``default`` = DEFAULT_CHECKS."""
     return validate.checks(values)
 
 

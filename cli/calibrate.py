@@ -18,6 +18,7 @@ from rich.text import Text
 from cli.console import console, fail
 from cli.progress import reporter
 from cli.tables import Fit, op_name
+from compat.checks import RUN_ORDER, WORK_CHECKS
 from compat.native import registry_of
 from compat.results import ArchitectureEntry, Check, ResultRecord, by_architecture
 from compat.settings import get_settings
@@ -27,7 +28,6 @@ from compat.settings import get_settings
 from neuron_backend import observations as evidence_file
 from worker.catalog.catalog import registry_entries
 from worker.judge.calibration import (
-    WORK_CHECKS,
     Agreement,
     Comparison,
     Simulated,
@@ -38,7 +38,6 @@ from worker.judge.calibration import (
     source_label,
 )
 from worker.orchestration.sweep import run_sweep
-from worker.run.checks import RUN_ORDER
 from worker.run.devices import Device, DeviceError, device_versions, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
 

@@ -30,6 +30,7 @@ from compat.results import (
     scope_label,
 )
 from compat.settings import get_settings
+from compat.states import RunState
 from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
@@ -176,7 +177,7 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
         _new_in_release(run.id, run.lane)
     if cached := [r.metrics["reference_cache"] for r in report.results if "reference_cache" in r.metrics]:
         console.print(f"reference cache: {cached.count('hit')} hits, {cached.count('miss')} misses", highlight=False)
-    if run.state not in (None, "complete"):
+    if run.state not in (None, RunState.COMPLETE):
         console.print(f"run {run.id} is {run.state}: {run.missing} planned result(s) missing", highlight=False,
                       soft_wrap=True)
     if json_path:
@@ -255,7 +256,7 @@ def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list
     outcome, report = broker_sweep(entries, device, checks, trigger=Trigger(trigger), store=Store(),
                                    catalog_source=catalog.source, snapshot_id=catalog.snapshot_id, scope=scope,
                                    on_progress=on_progress)
-    if outcome.state != "complete":
+    if outcome.state != RunState.COMPLETE:
         console.print(f"some architectures of run {outcome.run_id} never reported back")
     if json_path:
         write_report(report, json_path)

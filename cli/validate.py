@@ -42,7 +42,7 @@ def source(name: str) -> str:
 
 
 def checks(values: Sequence[str] | None) -> list[Check]:
-    """``--checks load,forward --checks compile`` -> checks; ``all`` = the five, ``default`` = the four."""
+    """``--checks load,forward --checks compile`` -> checks; ``all`` = every check (compat.results.ALL_CHECKS), ``default`` = DEFAULT_CHECKS."""
     if not values:
         return list(DEFAULT_CHECKS)
     out: list[Check] = []

@@ -52,14 +52,6 @@ class Coverage(VerdictCounts):
     per_check: dict[str, Counter] = field(default_factory=dict)  # check -> status -> count
     known_failures: int = 0  # failing records explained by the known-issues file
 
-    @property
-    def runnable(self) -> int:
-        """Architectures the device could be judged on (not skipped, reference did not fail)."""
-        return self.architectures - self.verdicts["skipped"] - self.verdicts["reference_fail"]
-
-    def pass_rate(self) -> float:
-        return self.supported / self.architectures if self.architectures else 0.0
-
     def all_checks_pass(self, records: Iterable[ResultRecord]) -> int:
         """Architectures whose every recorded check passed (the cpu self-check's number)."""
         return sum(1 for recs in by_architecture(records).values() if all(r.status == Status.PASS for r in recs))

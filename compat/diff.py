@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from compat.results import FAILURE_STATUSES, ResultRecord, Status
-
-FINISHED_STATES = ("complete", "incomplete")  # a run that closed (interrupted is not finished: it can be resumed)
-RUN_STATES = ("running", "complete", "incomplete", "interrupted")
+from compat.states import FINISHED_STATES, RunState  # noqa: F401 - FINISHED_STATES re-exported
 
 
 @dataclass(frozen=True)
@@ -50,15 +47,6 @@ class RunDiff:
         """Architectures with a fix and no regression (one with both is listed as regressed)."""
         regressed = set(self.regressed_architectures)
         return sorted({c.architecture for c in self.fixes} - regressed)
-
-    def as_dict(self) -> dict[str, Any]:
-        def rows(changes: list[Change]) -> list[dict[str, Any]]:
-            return [c.__dict__.copy() for c in changes]
-
-        return {"baseline_run": self.baseline_run, "current_run": self.current_run,
-                "regressions": rows(self.regressions), "fixes": rows(self.fixes),
-                "missing": rows(self.missing), "other": rows(self.other),
-                "regressed_architectures": self.regressed_architectures}
 
 
 def _detail(rec: ResultRecord) -> str:
@@ -128,7 +116,7 @@ def gate(diff: RunDiff, *, state: str, planned: int, missing: int, fail_on_regre
     reports (exit 0)."""
     lines = [format_diff(diff)]
     failed = bool(diff.regressions)
-    if state != "complete":
+    if state != RunState.COMPLETE:
         lines.insert(0, f"run {diff.current_run} is {state}: {missing} of {planned} planned result(s) missing")
         failed = True
     return GateVerdict(int(fail_on_regression and failed), lines, diff)

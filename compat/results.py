@@ -18,6 +18,20 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The checks and their per-check lists live in compat/checks.py (one row per check); re-exported here, where every
+# reader has always found them.
+from compat.checks import (  # noqa: F401 - re-exported
+    ALL_CHECKS,
+    CHECK_ORDER,
+    DEFAULT_CHECKS,
+    DISTRIBUTED_CHECKS,
+    FINETUNE_CHECKS,
+    HEADLINE_LABELS,
+    NIGHTLY_CHECKS,
+    SUPPORT_CHECKS,
+    Check,
+)
+
 REPORT_VERSION = 1
 
 
@@ -45,32 +59,6 @@ FAILURE_STATUSES = frozenset(
 # Statuses that say nothing about the device: the CPU reference failed, the harness failed, or the check did not run.
 # Never a failure, never a regression, never a blocker.
 NO_VERDICT_STATUSES = frozenset({Status.REFERENCE_FAIL, Status.HARNESS_ERROR, Status.SKIPPED})
-
-
-class Check(StrEnum):
-    LOAD = "load"
-    FORWARD = "forward"
-    GENERATE = "generate"
-    TRAIN = "train"
-    COMPILE = "compile"
-    LORA = "lora"  # peft LoRA on the attention projections, one AdamW step
-    SFT = "sft"  # trl SFTTrainer, two steps
-    FSDP = "fsdp"  # FSDP2 fully_shard over 2 ranks, one step
-    TP = "tp"  # Transformers' tp_plan="auto" over 2 ranks, forward
-
-
-# compile is opt-in: it costs far more than the other four together. So are the fine-tuning checks (issue 14).
-DEFAULT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE, Check.TRAIN)
-FINETUNE_CHECKS: tuple[Check, ...] = (Check.LORA, Check.SFT, Check.FSDP, Check.TP)
-# Checks run by a 2-rank process group (worker/run/group.py) rather than in the architecture's own process.
-DISTRIBUTED_CHECKS: tuple[Check, ...] = (Check.FSDP, Check.TP)
-ALL_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, Check.COMPILE, *FINETUNE_CHECKS)
-# The nightly sweep: the default checks plus the fine-tuning ones (compile stays opt-in, as before).
-NIGHTLY_CHECKS: tuple[Check, ...] = (*DEFAULT_CHECKS, *FINETUNE_CHECKS)
-# An architecture is *supported* on a device when these pass.
-SUPPORT_CHECKS: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE)
-# A check's place in ALL_CHECKS: what orders checks wherever they are listed or the first failing one is chosen.
-CHECK_ORDER: dict[str, int] = {str(c): i for i, c in enumerate(ALL_CHECKS)}
 
 
 class Scope(StrEnum):
@@ -280,9 +268,6 @@ class Headline:
 
     def text(self) -> str:
         return f"{self.label}: {percent(self.passed, self.total)} ({self.passed} of {self.total})"
-
-
-HEADLINE_LABELS: dict[Check, str] = {Check.LORA: "fine-tunes with LoRA"}
 
 
 def headline_label(check: Check | str) -> str | None:

@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from sqlalchemy.orm import Session
 
 from compat.results import ALL_CHECKS, RunKind, Status
+from compat.states import RunState
 from dashboards.templating import not_found, render
 from service import history, queries
 from service.deps import get_session
@@ -85,7 +86,7 @@ def run_progress(run_id: str, session: Session = Depends(get_session)) -> JSONRe
     except queries.NotFound:
         return JSONResponse({"error": "not found"}, status_code=404)
     return JSONResponse({"state": d.state, "results": d.results, "planned": d.planned,
-                         "percent": _percent(d.results, d.planned), "final": d.state != "running"})
+                         "percent": _percent(d.results, d.planned), "final": d.state != RunState.RUNNING})
 
 
 @router.get("/runs/{run_id}/log/{architecture}", response_class=HTMLResponse)

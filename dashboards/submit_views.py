@@ -8,6 +8,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from sqlalchemy.orm import Session
 
 from compat.settings import Settings
+from compat.states import ENDED_SUBMISSION_STATES, SubmissionState
 from dashboards.submission_form import create_from_form
 from dashboards.templating import not_found, render
 from service import queries
@@ -15,8 +16,9 @@ from service import schemas as S
 from service.deps import app_settings, get_session
 
 router = APIRouter(include_in_schema=False)
-_STATE_PROGRESS = {"queued": (10, "Waiting for a worker."), "running": (55, "Building and running the tiny model."),
-                   "done": (100, "Done."), "failed": (100, "Failed.")}
+_STATE_PROGRESS = {SubmissionState.QUEUED: (10, "Waiting for a worker."),
+                   SubmissionState.RUNNING: (55, "Building and running the tiny model."),
+                   SubmissionState.DONE: (100, "Done."), SubmissionState.FAILED: (100, "Failed.")}
 
 
 def _form(request: Request, settings: Settings, *, values: dict[str, str] | None = None,
@@ -55,7 +57,7 @@ MAX_ID = 2**31 - 1
 
 def _message(sub: S.SubmissionOut) -> tuple[int, str]:
     percent, message = _STATE_PROGRESS.get(sub.state, (0, ""))
-    if sub.state == "queued" and sub.queue_position is not None:
+    if sub.state == SubmissionState.QUEUED and sub.queue_position is not None:
         ahead = sub.queue_position - 1
         message = "Next in the queue." if ahead == 0 else f"Queue position {sub.queue_position} ({ahead} ahead)."
     return percent, message
@@ -88,5 +90,5 @@ def submission_status(submission_id: int, session: Session = Depends(get_session
         return JSONResponse({"error": "not found"}, status_code=404)
     percent, message = _message(sub)
     return JSONResponse({"state": sub.state, "percent": percent, "message": message,
-                         "queue_position": sub.queue_position, "final": sub.state in ("done", "failed"),
+                         "queue_position": sub.queue_position, "final": sub.state in ENDED_SUBMISSION_STATES,
                          "results": len(sub.results)})

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from compat.results import ALL_CHECKS
 from compat.settings import Settings
+from compat.states import RunState
 from dashboards import matrix as mx
 from dashboards.cache import PAGE_CACHE
 from dashboards.changes import changed_cells, history_changes, latest_changes
@@ -63,7 +64,7 @@ def _overview_data(session: Session, top_n: int, lead_device: str) -> dict:
     # The device under test leads; other devices (cpu, cuda...) follow by name.
     cov = sorted(queries.coverage(session).items, key=lambda c: (c.device != lead_device, c.device))
     cov_top = {c.device: c for c in queries.coverage(session, top_n=top_n).items}
-    running = [r for r in queries.list_runs(session, state="running", per_page=10).items if r.trigger != "submission"]
+    running = [r for r in queries.list_runs(session, state=RunState.RUNNING, per_page=10).items if r.trigger != "submission"]
 
     histories = [queries.coverage_history(session, c.device) for c in cov]
     labels, series = _history_series(histories)

@@ -8,9 +8,11 @@ from __future__ import annotations
 import torch
 
 from neuron_backend import autocast, deferred, fallback, memory, numerics, policy, stats, transfers
+from neuron_backend.aliases import WRITE_ALIASES as _write_aliases
+from neuron_backend.aliases import wrap_out as _wrap_out
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedOpError
-from neuron_backend.tensor import NeuronTensor, set_dispatch, sync_meta, wrap
+from neuron_backend.tensor import NeuronTensor, set_dispatch, wrap
 
 aten = torch.ops.aten
 _CPU = torch.device("cpu")
@@ -26,89 +28,13 @@ _views: dict[int, bool] = {}
 # (op, input dtypes) -> decision. The decision depends only on these (and the profile/settings, which clear it),
 # so each op pays the table lookup, decomposition probe and dtype rules once per process.
 _decisions: dict[tuple, int] = {}
-# op -> ((return index, positional arg index or kwarg name), ...) for returns that alias a mutated input.
-_write_aliases: dict[int, tuple] = {}
-
-# Ops that change the metadata of a tensor they write (set_, resize_, in-place views, ``out=`` that resizes): the
-# wrapper's shape/strides are re-synced from its host data after them (tensor.sync_meta).
-_META_OPS = frozenset({
-    "aten::set_", "aten::resize_", "aten::resize_as_", "aten::as_strided_", "aten::transpose_", "aten::t_",
-    "aten::squeeze_", "aten::unsqueeze_", "aten::swapaxes_", "aten::swapdims_", "aten::_resize_output_",
-})
-_meta_sync: dict[int, bool] = {}
-
 # Ops that may legitimately see a host tensor with data (device transfer, and indices a device copies over).
 _MIXED_OK = {id(op) for op in (aten.copy_.default, aten._to_copy.default, aten.index.Tensor, aten.index_put_.default,
                                aten.index_put.default, aten._index_put_impl_.default, aten.lift_fresh.default)}
 
 
-def _write_alias_map(func) -> tuple:
-    found = _write_aliases.get(id(func))
-    if found is not None:
-        return found
-    result = []
-    schema = func._schema
-    for ri, ret in enumerate(schema.returns):
-        info = ret.alias_info
-        if info is None or not info.is_write:
-            continue
-        for ai, arg in enumerate(schema.arguments):
-            a_info = arg.alias_info
-            if a_info is not None and a_info.is_write and a_info.before_set == info.before_set:
-                result.append((ri, arg.name if arg.kwarg_only else ai))
-                break
-    found = tuple(result)
-    _write_aliases[id(func)] = found
-    _meta_sync[id(func)] = bool(found) and (
-        schema.name in _META_OPS or any(isinstance(idx, str) for _, idx in found))
-    return found
-
-
-def _synced(func, out):
-    """``out`` (an aliased input, or a tuple of them) with wrapper metadata re-synced where ``func`` may change it."""
-    if _meta_sync.get(id(func)):
-        for o in (out if isinstance(out, (tuple, list)) else (out,)):
-            if type(o) is NeuronTensor:
-                sync_meta(o)
-    return out
-
-
 def _shapes(args, kwargs) -> list[tuple[int, ...]]:
     return [tuple(t.shape) for t in fallback.tensors_in(args, kwargs)]
-
-
-def _wrap_out(func, out, args, kwargs, core):
-    if type(out) is _Tensor:
-        aliases = _write_aliases.get(id(func))
-        if aliases is None:
-            aliases = _write_alias_map(func)
-        if not aliases:
-            return wrap(out, core)
-    else:
-        aliases = _write_alias_map(func)
-    if aliases:
-        if len(func._schema.returns) == 1:
-            idx = aliases[0][1]
-            return _synced(func, kwargs[idx] if isinstance(idx, str) else args[idx])
-        out = list(out)
-        for ri, idx in aliases:
-            out[ri] = kwargs[idx] if isinstance(idx, str) else args[idx]
-        for i, o in enumerate(out):
-            if isinstance(o, _Tensor) and type(o) is not NeuronTensor:
-                out[i] = wrap(o, core)
-        return _synced(func, tuple(out))
-    t = type(out)
-    if t is _Tensor:
-        return wrap(out, core)
-    if t is tuple or t is list:
-        return t(
-            wrap(o, core) if isinstance(o, _Tensor)
-            else (t(wrap(x, core) for x in o) if type(o) in (list, tuple) and o and isinstance(o[0], _Tensor) else o)
-            for o in out
-        )
-    if isinstance(out, _Tensor):  # a FakeTensor while Dynamo/AOT trace through the device
-        return wrap(out, core)
-    return out
 
 
 def _mixed_device(func, a) -> RuntimeError:

@@ -11,7 +11,6 @@ from neuron_backend.config import CONFIG
 
 aten = torch.ops.aten
 _F32 = torch.float32
-_BF16 = torch.bfloat16
 _I64 = torch.int64
 _I32 = torch.int32
 

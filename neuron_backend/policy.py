@@ -179,11 +179,6 @@ def check_device_dtype(op: str, dtype: torch.dtype, src: torch.Tensor | None = N
     raise NeuronUnsupportedDtypeError(op, names, shapes, reason)
 
 
-def autocast_matmul_default(prof: profiles.Profile) -> bool:
-    """Whether a profile's generation casts fp32 matmul to bf16 by default (CONFIG.autocast_matmul's start value)."""
-    return prof.matmul_autocast == "bf16"
-
-
 def run_decomposition(func, dtypes, args, kwargs, shapes_fn):
     """Lower ``func`` through PyTorch's decomposition table; each resulting op is decided on its own.
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from compat.diff import diff_results
 from compat.history import RunMoment, regression_history
 from compat.lane import LIBRARY, NewInRelease, new_in_release
-from compat.results import ResultRecord
+from compat.results import ResultRecord, Trigger
 from compat.results_csv import to_csv
 from service import schemas as S
 from service.models import Result, Run, RunArchitecture
@@ -82,7 +82,7 @@ def new_in_release_of(session: Session, run_id: str) -> NewInRelease | None:
     transformers version (same device; its own lane first, else any) did not have. None for other runs."""
     run = get_run_row(session, run_id)
     version = (run.versions or {}).get(LIBRARY)
-    if run.catalog_source != "registry" or not version or run.trigger == "submission":
+    if run.catalog_source != "registry" or not version or run.trigger == Trigger.SUBMISSION:
         return None
     q = (select(Run).where(*FINISHED_SWEEP, Run.device == run.device,
                            Run.catalog_source == "registry", Run.scope == "full", Run.id != run.id,

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from compat.lifecycle import DEFAULT_SILENCE_S, lost_owner, pid_alive
+from compat.states import RunState
 from service.models import Run
 from service.records import aware
 
@@ -29,7 +30,7 @@ def reap(session: Session, *, now: datetime | None = None, silence_s: float = DE
     (run id, reason) of each one marked. One narrow query when nothing is running."""
     now = now or datetime.now(UTC)
     host = host or this_host()
-    q = select(Run).where(Run.state == "running")
+    q = select(Run).where(Run.state == RunState.RUNNING.value)
     if run_id is not None:
         q = q.where(Run.id == run_id)
     out = []
@@ -40,7 +41,7 @@ def reap(session: Session, *, now: datetime | None = None, silence_s: float = DE
                          silence_s=silence_s)
         if why is None:
             continue
-        run.state, run.end_reason = "interrupted", why
+        run.state, run.end_reason = RunState.INTERRUPTED.value, why
         run.data_version = (run.data_version or 0) + 1
         out.append((run.id, why))
     if out:

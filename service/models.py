@@ -26,6 +26,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from compat.configjson import from_stored, to_stored
+from compat.states import RunState, SubmissionState
 
 
 class NonFiniteJSON(TypeDecorator):
@@ -74,7 +75,7 @@ class Run(Base):
     finished: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # running -> complete | incomplete (finish_run) | interrupted (owner lost: service.lifecycle.reap);
     # interrupted -> running again on ``compat sweep --resume`` (migration 0007 indexes it: reads reap by it).
-    state: Mapped[str] = mapped_column(String(16), default="running", index=True)
+    state: Mapped[str] = mapped_column(String(16), default=RunState.RUNNING.value, index=True)
     planned_count: Mapped[int] = mapped_column(Integer, default=0)
     # Roll-ups written by finish_run so run lists and coverage history need not scan results.
     arch_count: Mapped[int | None] = mapped_column(Integer)
@@ -197,7 +198,7 @@ class Submission(Base):
     config_digest: Mapped[str | None] = mapped_column(String(64))  # sha256 of the canonical config (0006)
     notes: Mapped[list[str] | None] = mapped_column(JSON)  # what validation noted: ignored auto_map, NaN kept (0006)
     # queued -> running -> done | failed
-    state: Mapped[str] = mapped_column(String(16), default="queued")
+    state: Mapped[str] = mapped_column(String(16), default=SubmissionState.QUEUED.value)
     run_id: Mapped[str | None] = mapped_column(String(64))
     error: Mapped[str | None] = mapped_column(Text)
     token_name: Mapped[str | None] = mapped_column(String(64))

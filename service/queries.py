@@ -17,13 +17,14 @@ from sqlalchemy.orm import Session
 
 from compat import status_filter
 from compat.blocking import blocking_record
-from compat.diff import FINISHED_STATES, diff_results
+from compat.diff import diff_results
 from compat.results import (
     RunKind,
     is_ranked,
     is_supported_statuses,
     run_kind,
 )
+from compat.states import FINISHED_STATES, RunState, SubmissionState
 from compat.verdict_text import verdict_text
 from service import history
 from service import schemas as S
@@ -251,7 +252,7 @@ def store_fingerprint(session: Session) -> tuple:
     newest_result = session.scalar(select(func.max(Result.id)))
     runs = session.execute(select(
         func.count(Run.id), func.max(Run.started), func.max(Run.finished),
-        func.sum(case((Run.state == "running", 1), else_=0)), func.sum(Run.data_version),
+        func.sum(case((Run.state == RunState.RUNNING.value, 1), else_=0)), func.sum(Run.data_version),
     )).one()
     return (newest_result, *runs)
 
@@ -353,9 +354,9 @@ def get_submission(session: Session, submission_id: int) -> S.SubmissionOut:
         rows = session.scalars(select(Result).where(Result.run_id == sub.run_id).order_by(Result.id))
         results = [row_to_record(r) for r in rows]
     position = None
-    if sub.state == "queued":  # one FIFO queue (in-process or the broker's): queued rows ahead of this one, plus it
+    if sub.state == SubmissionState.QUEUED:  # one FIFO queue (in-process or the broker's): queued rows ahead of this one, plus it
         position = 1 + (session.scalar(select(func.count()).select_from(Submission).where(
-            Submission.state == "queued", Submission.id < sub.id)) or 0)
+            Submission.state == SubmissionState.QUEUED.value, Submission.id < sub.id)) or 0)
     model_type = sub.config.get("model_type") if isinstance(sub.config, dict) else None
     return S.SubmissionOut(id=sub.id, state=sub.state, model_id=sub.model_id, revision=sub.revision,
                            architecture=sub.architecture, run_id=sub.run_id, error=sub.error,

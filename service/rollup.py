@@ -15,8 +15,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from compat.blocking import blocking_record, shown_record
+from compat.entities import CATALOG_ROW_FIELDS
 from compat.results import FAILURE_STATUSES, SUPPORT_CHECKS, Status, is_supported_statuses
 from service.models import Result, Run, RunArchitecture
+from service.run_fields import RUN_CATALOG_COLUMNS
 
 _SUPPORT = tuple(str(c) for c in SUPPORT_CHECKS)
 _PASS = str(Status.PASS)
@@ -41,6 +43,8 @@ class ArchOutcome:
 
 @dataclass(frozen=True)
 class CatalogRow:
+    """A run's catalog row (compat.entities.CATALOG_ROW_FIELDS, the name as ``architecture``)."""
+
     architecture: str
     rank: int
     model_type: str = ""
@@ -88,12 +92,12 @@ def run_view(session: Session, run: Run) -> RunView:
 
 def _catalog_rows(session: Session, run: Run, outcomes: dict[str, ArchOutcome]) -> list[CatalogRow]:
     rows = session.connection().execute(
-        select(RunArchitecture.architecture, RunArchitecture.rank, RunArchitecture.model_type,
-               RunArchitecture.representative, RunArchitecture.remote_code, RunArchitecture.downloads)
+        select(*(getattr(RunArchitecture, RUN_CATALOG_COLUMNS[f]) for f in CATALOG_ROW_FIELDS))
         .where(RunArchitecture.run_id == run.id).order_by(RunArchitecture.rank, RunArchitecture.architecture)
     ).all()
     if rows:
-        return [CatalogRow(*r) for r in rows]
+        return [CatalogRow(**{RUN_CATALOG_COLUMNS[f]: v for f, v in zip(CATALOG_ROW_FIELDS, r, strict=True)})
+                for r in rows]
     big = 10**9  # results without a rank sort last
     return sorted((CatalogRow(a, o.rank if o.rank is not None else big) for a, o in outcomes.items()),
                   key=lambda c: (c.rank, c.architecture))

@@ -15,11 +15,12 @@ from __future__ import annotations
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
-from compat.diff import FINISHED_STATES
-from compat.results import PINNED_LANE, Provenance, ResultRecord, Scope, Trigger, is_ranked, scope_label
+from compat.results import PINNED_LANE, ResultRecord, Scope, Trigger, is_ranked, scope_label
+from compat.states import FINISHED_STATES
 from service.lifecycle import reap
 from service.models import Device, PlannedResult, Result, Run, RunArchitecture
 from service.records import checked_fields, from_columns, row_to_record, select_columns
+from service.run_fields import provenance_of
 
 _ORDER = (Run.started.desc(), Run.id.desc())
 # compat.results.run_kind in SQL: a run of one submitted config, not of the catalog.
@@ -38,8 +39,7 @@ def run_scope_label(run: Run, size: int) -> str:
     upload, config digest); the one spelling the run list, the coverage read and the declared comparison show."""
     provenance = None
     if run.scope == Scope.SUBMISSION:
-        provenance = Provenance(submission_id=run.submission_id, model_id=run.submitted_model_id,
-                                revision=run.submitted_revision, config_digest=run.config_digest)
+        provenance = provenance_of(run)
     return scope_label(run.catalog_source, run.snapshot_id, run.scope, size, provenance=provenance)
 
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from compat.results import ResultRecord
+from compat.states import SubmissionState
 
 DECLARED_LABEL = "declared, not measured"
 
@@ -339,7 +340,7 @@ class SubmissionCreated(BaseModel):
 
 class SubmissionOut(BaseModel):
     id: int
-    state: Literal["queued", "running", "done", "failed"]
+    state: SubmissionState
     model_id: str | None = None
     revision: str | None = None
     architecture: str | None = None

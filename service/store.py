@@ -29,6 +29,7 @@ from compat.results import (
     Scope,
     Trigger,
 )
+from compat.states import RESUMABLE_STATES, RunState, SubmissionState
 from service import db, history, runs
 from service.lifecycle import reap, this_host
 from service.models import (
@@ -43,10 +44,9 @@ from service.models import (
 )
 from service.records import aware, record_to_row, row_to_record
 from service.rollup import run_counts
+from service.run_fields import RUN_CATALOG_COLUMNS, catalog_columns, provenance_columns
 
 RESULT_KEY = ("run_id", "architecture", "device", "check")
-SUBMISSION_STATES = ("queued", "running", "done", "failed")
-RESUMABLE_STATES = ("interrupted", "incomplete")
 
 
 class RunStateError(ValueError):
@@ -119,10 +119,7 @@ class Store:
                     id=run.id, trigger=str(run.trigger), device=dev.name, catalog_source=run.catalog_source,
                     snapshot_id=run.snapshot_id, versions=run.versions, checks=[str(c) for c in run.checks],
                     device_info=dev.model_dump(mode="json"), started=run.started, finished=run.finished,
-                    state="running", submission_id=prov.submission_id if prov else None,
-                    submitted_model_id=prov.model_id if prov else None,
-                    submitted_revision=prov.revision if prov else None,
-                    config_digest=prov.config_digest if prov else None, scope=str(run.scope),
+                    state=RunState.RUNNING.value, **provenance_columns(prov), scope=str(run.scope),
                     owner_host=this_host() if owned else None, owner_pid=os.getpid() if owned else None,
                     heartbeat=now, lane=run.lane,
                 ))
@@ -130,14 +127,9 @@ class Store:
             if run.trigger != Trigger.SUBMISSION:
                 # The catalog row is the sweeps' (rank, downloads, representative from the Hub); a submission's
                 # entry (rank 1, whatever id was sent) lives on its run (run_architectures) and its submission only.
-                _upsert(s, Architecture, [{
-                    "name": a.name, "model_type": a.model_type, "rank": a.rank, "downloads": a.downloads,
-                    "representative": a.representative, "remote_code": a.remote_code,
-                } for a in architectures], ["name"])
-            _upsert(s, RunArchitecture, [{
-                "run_id": run.id, "architecture": a.name, "rank": a.rank, "model_type": a.model_type,
-                "representative": a.representative, "remote_code": a.remote_code, "downloads": a.downloads,
-            } for a in architectures], ["run_id", "architecture"])
+                _upsert(s, Architecture, [catalog_columns(a) for a in architectures], ["name"])
+            _upsert(s, RunArchitecture, [{"run_id": run.id, **catalog_columns(a, RUN_CATALOG_COLUMNS)}
+                                         for a in architectures], ["run_id", "architecture"])
             keys = sorted({(a, d, str(c)) for a, d, c in planned})
             _upsert(s, PlannedResult, [
                 {"run_id": run.id, "architecture": a, "device": d, "check": c} for a, d, c in keys
@@ -199,7 +191,7 @@ class Store:
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
             missing = runs.missing_count(s, run_id)
-            run.state = "complete" if missing == 0 else "incomplete"
+            run.state = (RunState.COMPLETE if missing == 0 else RunState.INCOMPLETE).value
             run.end_reason = None
             run.arch_count, run.supported_count, run.result_count = run_counts(s, run)
             run.data_version = (run.data_version or 0) + 1
@@ -220,7 +212,7 @@ class Store:
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
             if run.state not in RESUMABLE_STATES:
-                why = "its owner is still running it" if run.state == "running" else "it has every result"
+                why = "its owner is still running it" if run.state == RunState.RUNNING else "it has every result"
                 raise RunStateError(f"run {run_id} is {run.state}: cannot resume ({why})")
             if run.trigger == str(Trigger.SUBMISSION):
                 raise RunStateError(f"run {run_id} is a submission run: resubmit the model instead")
@@ -229,7 +221,7 @@ class Store:
                 .where(PlannedResult.run_id == run_id))]
             stored = {tuple(k) for k in s.execute(
                 select(Result.architecture, Result.device, Result.check).where(Result.run_id == run_id))}
-            run.state, run.end_reason, run.finished = "running", None, None
+            run.state, run.end_reason, run.finished = RunState.RUNNING.value, None, None
             run.owner_host, run.owner_pid, run.heartbeat = this_host(), os.getpid(), datetime.now(UTC)
             run.data_version = (run.data_version or 0) + 1
             info = RunInfo(id=run.id, trigger=Trigger(run.trigger), device=DeviceInfo(**(run.device_info or {})),
@@ -289,19 +281,19 @@ class Store:
                     "architecture": sub.architecture, "state": sub.state, "run_id": sub.run_id,
                     "config_digest": sub.config_digest, "notes": list(sub.notes or [])}
 
-    def set_submission_state(self, submission_id: int, state: str, *, run_id: str | None = None,
+    def set_submission_state(self, submission_id: int, state: SubmissionState | str, *, run_id: str | None = None,
                              error: str | None = None, architecture: str | None = None,
                              config_digest: str | None = None, notes: list[str] | None = None,
                              config: dict | None = None) -> None:
         """Move a submission on; ``config``: the Hub config a run read, kept where no upload was (never replacing
         one), so ``compat repro --submission`` rebuilds what the run measured without the Hub."""
-        if state not in SUBMISSION_STATES:
+        if state not in set(SubmissionState):
             raise ValueError(f"unknown submission state {state!r}")
         with self.session() as s:
             sub = s.get(Submission, submission_id)
             if sub is None:
                 raise KeyError(f"unknown submission {submission_id}")
-            sub.state, sub.updated = state, datetime.now(UTC)
+            sub.state, sub.updated = SubmissionState(state).value, datetime.now(UTC)
             if run_id is not None:
                 sub.run_id = run_id
             if architecture is not None:

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from compat.configjson import config_digest
 from compat.settings import Settings
+from compat.states import ACTIVE_STATES, SubmissionState
 from service.models import Run, Submission
 from service.runs import IS_SUBMISSION
 from service.validation import InvalidInput, check_config, parse_config, validate_repo_id, validate_revision
@@ -43,8 +44,6 @@ class SubmissionInput:
     config: bytes | None = None
 
 
-# Submissions that hold a place in the queue (compat.settings: max_queued_submissions, max_queued_per_token).
-ACTIVE_STATES = ("queued", "running")
 # One submission run's seconds until a few have finished to measure it: a tiny model's four checks took ~6 s on an
 # idle 2-core machine and up to a minute beside a sweep (tests/worker/orchestration/test_submissions.py).
 DEFAULT_RUN_S = 60.0
@@ -187,7 +186,7 @@ def create_submission(session: Session, data: SubmissionInput, *, submitter: str
     now = datetime.now(UTC)
     sub = Submission(model_id=data.model_id, revision=data.revision, config=checked.config,
                      architecture=checked.architecture, config_digest=checked.digest, notes=checked.notes or None,
-                     state="queued", token_name=submitter, created=now, updated=now)
+                     state=SubmissionState.QUEUED.value, token_name=submitter, created=now, updated=now)
     session.add(sub)
     session.commit()
     if enqueue is not None:

@@ -22,8 +22,6 @@ PERIOD_FIELDS = (
 OFFSET_FIELDS = ("attn_layer_offset", "expert_layer_offset")
 # "The first k layers are dense / special": keep one such layer, so the rest of the stack shows the other kind.
 PREFIX_FIELDS = ("first_k_dense_replace", "num_dense_layers", "moe_layer_start_index", "first_dense_layers")
-# Per-layer lists whose values are numbers (sizes, thetas): sliced, never used to pick layers.
-NUMERIC_PER_LAYER_OK = (int, float)
 MAX_KEPT_LAYERS = 6
 DEFAULT_LAYERS = 2
 HYBRID_LAYERS = 4

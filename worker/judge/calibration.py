@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from compat.checks import WORK_CHECKS
 from compat.native import NativeRegistry, remote_code_verdict
 from compat.ops import op_name
 from compat.results import FAILURE_STATUSES, NO_VERDICT_STATUSES, Check, ResultRecord, Status
@@ -15,15 +16,7 @@ from compat.results import FAILURE_STATUSES, NO_VERDICT_STATUSES, Check, ResultR
 if TYPE_CHECKING:  # types only: importing neuron_backend registers the device (torch), which judging never needs
     from neuron_backend.observations import Observation, Source
 
-# Observed work and mode -> the check that does the same on the simulation. A's real runs are eager prefill
-# forwards (one model(ids) call), which is what the forward check runs; generate/train have their own checks, and a
-# compiled prefill is the compile check (forward parity under torch.compile). Anything else has no check to compare.
-WORK_CHECKS: dict[tuple[str, str], Check] = {
-    ("prefill_forward", "eager"): Check.FORWARD,
-    ("generate", "eager"): Check.GENERATE,
-    ("train", "eager"): Check.TRAIN,
-    ("prefill_forward", "compile"): Check.COMPILE,
-}
+# Observed work and mode -> the check that does the same on the simulation: compat/checks.py (``observed_as``).
 # Why a row is not counted in the agreement figure, in the order the figure names them.
 NOT_JUDGED = "not judged (not in the installed Transformers, or remote code)"
 NO_OBSERVED = "observed outcome unknown or partial"

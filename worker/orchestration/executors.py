@@ -64,7 +64,7 @@ class SweepPlan:
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: str
-    state: str  # "complete" | "incomplete" (from Store.finish_run)
+    state: str  # RunState.COMPLETE or INCOMPLETE (from Store.finish_run)
     diff: RunDiff
     results: list[ResultRecord] = field(default_factory=list)
 

@@ -23,6 +23,7 @@ from compat.results import (
     Trigger,
 )
 from compat.settings import get_settings
+from compat.states import SubmissionState
 from service.store import Store
 from service.submissions import HUB_CONFIG_NOTE
 from worker.catalog.hub import code_verdict, fetch_config, resolve_endpoint
@@ -118,13 +119,13 @@ def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
 
     store = Store(database_url)
     sub = store.submission(submission_id)
-    if sub is None or sub["state"] != "queued":
+    if sub is None or sub["state"] != SubmissionState.QUEUED:
         return sub["state"] if sub else "missing"
     try:
         entry = submission_entry(sub)
         digest = sub["config_digest"] or config_digest(entry.config)
         fetched = sub["config"] is None  # a Hub id: keep the config it had now, the repro must not depend on the Hub
-        store.set_submission_state(submission_id, "running", architecture=entry.name, config_digest=digest,
+        store.set_submission_state(submission_id, SubmissionState.RUNNING, architecture=entry.name, config_digest=digest,
                                    notes=[*entry.notes, *([HUB_CONFIG_NOTE] if fetched else [])],
                                    config=entry.config if fetched else None)
         settings = get_settings()
@@ -137,11 +138,11 @@ def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
                            provenance=provenance)
         failed = no_verdict_reason(report.results)
         if failed:
-            store.set_submission_state(submission_id, "failed", run_id=report.run.id, error=failed)
-            return "failed"
-        store.set_submission_state(submission_id, "done", run_id=report.run.id)
-        return "done"
+            store.set_submission_state(submission_id, SubmissionState.FAILED, run_id=report.run.id, error=failed)
+            return SubmissionState.FAILED
+        store.set_submission_state(submission_id, SubmissionState.DONE, run_id=report.run.id)
+        return SubmissionState.DONE
     except Exception as e:  # the submitter sees why in GET /submissions/{id}
         log.exception("submission %s failed", submission_id)
-        store.set_submission_state(submission_id, "failed", error=f"{type(e).__name__}: {e}")
-        return "failed"
+        store.set_submission_state(submission_id, SubmissionState.FAILED, error=f"{type(e).__name__}: {e}")
+        return SubmissionState.FAILED

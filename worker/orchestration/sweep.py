@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import transformers
 
+from compat.checks import RUN_ORDER
 from compat.lifecycle import HEARTBEAT_S
 from compat.results import (
     ArchitectureEntry,
@@ -32,6 +33,7 @@ from compat.results import (
     failure_records,
 )
 from compat.settings import get_settings
+from compat.states import RunState
 from worker.orchestration.executors import (
     DEFAULT_RUNNER,
     ProgressFn,
@@ -41,7 +43,6 @@ from worker.orchestration.executors import (
     resolve_runner,
 )
 from worker.run.capture import attach_log
-from worker.run.checks import RUN_ORDER
 from worker.run.devices import Device, device_versions
 from worker.run.pool import Outcome, Pool, Task, check_memory_limit
 from worker.run.runner import ARCH_THREADS, ReproFn, repro_command, run_architecture, submission_repro
@@ -219,7 +220,7 @@ def run_sweep(
             report.run.state, _planned, report.run.missing = store.run_state(run_id)
         else:
             report.run.missing = sum(1 for e in entries for c in order if c not in col.by_arch.get(e.name, {}))
-            report.run.state = "complete" if report.run.missing == 0 else "incomplete"
+            report.run.state = RunState.COMPLETE if report.run.missing == 0 else RunState.INCOMPLETE
         if json_path is not None:
             write_report(report, json_path)
     return report

@@ -19,6 +19,7 @@ from sqlalchemy.exc import OperationalError
 
 from compat.results import ArchitectureEntry, Check, Status
 from compat.settings import get_settings
+from compat.states import SubmissionState
 from worker.orchestration import executors
 from worker.orchestration.celery_app import NIGHTLY_TASK, RUN_ARCHITECTURE_TASK, SUBMISSION_TASK
 
@@ -175,7 +176,7 @@ def fail_lost_submission(sender: Any = None, exception: BaseException | None = N
         return
     store = store_for(get_settings().database_url)
     try:
-        store.set_submission_state(kwargs["submission_id"], "failed", error=f"{type(exception).__name__}: {exception}")
+        store.set_submission_state(kwargs["submission_id"], SubmissionState.FAILED, error=f"{type(exception).__name__}: {exception}")
     finally:
         store_for.cache_clear()
         store.dispose()

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import torch
 
-from compat.results import DISTRIBUTED_CHECKS, Check, ResultRecord, Status
+from compat.checks import DISTRIBUTED_CHECKS, RUN_ORDER, USES_LOADED_MODEL, Check
+from compat.results import ResultRecord, Status
 from worker.judge import judge
 from worker.judge.attribution import attribute
 from worker.run.context import CheckContext
@@ -25,13 +26,6 @@ from worker.run.reference import (
     load_model,
     train_step,
 )
-
-# The order checks run in: train mutates the weights, so it goes last of those sharing the loaded model; compile
-# reuses it. The fine-tuning checks load their own models (lora, sft) or run in a rank group (fsdp, tp).
-RUN_ORDER: tuple[Check, ...] = (Check.LOAD, Check.FORWARD, Check.GENERATE, Check.COMPILE, Check.TRAIN,
-                                Check.LORA, Check.SFT, Check.FSDP, Check.TP)
-# Checks that run on the model the load check put on the device (skipped when it failed).
-USES_LOADED_MODEL = frozenset({Check.FORWARD, Check.GENERATE, Check.COMPILE, Check.TRAIN})
 
 __all__ = ["RUN_ORDER", "CheckContext", "CHECKS", "run_check"]
 
@@ -98,10 +92,14 @@ def check_compile(ctx: CheckContext) -> judge.Verdict:
     return verdict
 
 
+# The in-process checks' work; the distributed ones run in a rank group (distributed_record). Order, kind and the
+# rest of each check's facts: compat/checks.py.
 CHECKS: dict[Check, Callable[[CheckContext], judge.Verdict]] = {
     Check.LOAD: check_load, Check.FORWARD: check_forward, Check.GENERATE: check_generate,
     Check.TRAIN: check_train, Check.COMPILE: check_compile, Check.LORA: check_lora, Check.SFT: check_sft,
 }
+if set(CHECKS) != set(Check) - set(DISTRIBUTED_CHECKS):
+    raise AssertionError("every check that is not distributed has its work in CHECKS (compat/checks.py's table)")
 
 
 def _find_failing_op(ctx: CheckContext, check: Check) -> str | None:

@@ -1,6 +1,6 @@
 """Per-architecture input table: how to shape input ids, labels and extras for models whose forward differs.
 
-Data, like worker/overrides.py is for configs: the checks build every input through ``spec_for``/``train_labels``,
+Data, like worker/build/overrides.py is for configs: the checks build every input through ``spec_for``/``train_labels``,
 so an architecture with a different forward signature gets one table entry, not special cases in the checks.
 """
 

@@ -47,7 +47,7 @@ def seed_everything(seed: int) -> None:
 def make_inputs(vocab_size: int, seed: int, config: object | None = None) -> dict[str, torch.Tensor]:
     """Fixed forward/train inputs (2 x 16 token ids), train labels and a generation prompt (1 x 8), from ``seed``.
 
-    Shapes follow the architecture's entry in worker/inputs.py (e.g. MusicGen: one row per codebook per sample)."""
+    Shapes follow the architecture's entry in worker/run/inputs.py (e.g. MusicGen: one row per codebook per sample)."""
     spec = input_table.spec_for(config)
     rows = input_table.rows_per_sample(spec, config)
     gen = torch.Generator().manual_seed(seed)
@@ -63,7 +63,7 @@ def make_inputs(vocab_size: int, seed: int, config: object | None = None) -> dic
 
 def greedy_token_ids(model_config: object | None = None) -> dict[str, Any]:
     """The token ids of the greedy GenerationConfig: no eos (so both sides produce exactly NEW_TOKENS), pad 0,
-    plus the model's own ids that its generate() needs (worker/inputs.py generation_fields)."""
+    plus the model's own ids that its generate() needs (worker/run/inputs.py generation_fields)."""
     fields: dict[str, Any] = {"pad_token_id": 0, "eos_token_id": None, "bos_token_id": None}
     for name in input_table.spec_for(model_config).generation_fields:
         fields[name] = getattr(model_config, name)
@@ -123,7 +123,7 @@ def greedy(model: torch.nn.Module, prompt: torch.Tensor, device: str = "cpu") ->
 def train_step(model: torch.nn.Module, inputs: dict[str, torch.Tensor], device: str = "cpu",
                ) -> dict[str, torch.Tensor]:
     """Loss, flattened gradients and updated parameters after one AdamW step (eval mode: dropout off, so RNG
-    streams that differ between devices cannot make the comparison flaky; worker/inputs.py names the models that
+    streams that differ between devices cannot make the comparison flaky; worker/run/inputs.py names the models that
     refuse backward in eval mode, trained in train mode with their tiny configs' dropouts at 0)."""
     spec = input_table.spec_for(model.config)
     model.zero_grad(set_to_none=True)

@@ -50,7 +50,7 @@ def load(device_map):
 
 gen = torch.Generator().manual_seed(SEED)
 high = max(2, min(int(getattr(config.get_text_config(), "vocab_size", 0) or {max_id}), {max_id}))
-# Inputs exactly as the sweep builds them (worker/inputs.py's entry for this architecture is inlined here).
+# Inputs exactly as the sweep builds them (worker/run/inputs.py's entry for this architecture is inlined here).
 ROWS = {rows}  # input_ids rows per sample (MusicGen: one per codebook)
 ids = torch.randint(1, high, ({batch} * ROWS, {seq}), generator=gen)
 mask = torch.ones_like(ids)

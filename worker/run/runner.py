@@ -15,12 +15,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from compat.checks import CACHED_PART, RUN_ORDER
 from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status, failure_records
 from worker.build.build import build_checkpoint
 from worker.build.tiny_config import ConfigTooLarge, NotBuildable, SourceConfigError
 from worker.judge.known_issues import annotate, load_known_issues
 from worker.run.capture import take_log
-from worker.run.checks import RUN_ORDER, CheckContext, run_check
+from worker.run.checks import CheckContext, run_check
 from worker.run.devices import Device, process_device
 from worker.run.pool import warm_imports
 from worker.run.reference import ReferenceFailure, prepare_reference
@@ -29,11 +30,6 @@ from worker.run.stack_room import call_with_stack_room
 
 # emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace).
 Emit = Callable[[str, Any], None]
-
-
-# The reference part (reference_cache.py) each check consumes; the part's "hit"/"miss" goes on that check's record.
-CACHED_PART = {Check.FORWARD: "forward", Check.GENERATE: "generate", Check.TRAIN: "train", Check.LORA: "lora",
-               Check.SFT: "sft"}
 
 
 # (architecture, device, check) -> the `compat repro` command that rebuilds what the run built; the sweep picks

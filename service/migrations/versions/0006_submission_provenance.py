@@ -1,7 +1,7 @@
 """Submission provenance: the config digest and validation notes on the submission; the submitted id, revision and
 config digest on its run (a submission no longer writes the catalog row of its architecture).
 
-down_revision is "0004" for now: another branch adds "0005" in parallel, and the merge re-chains this one after it.
+No 0005 exists: a parallel branch once meant to add it and never did, so this one follows 0004 directly.
 
 Revision ID: 0006
 Revises: 0004

@@ -78,7 +78,7 @@ def test_sweep_show_blockers_from_json(tmp_path: Path) -> None:
 
 # The generated scripts of the repro tests, each with its `compat repro` arguments beyond the architecture.
 REPRO = {"LlamaForCausalLM": ["--check", "forward,generate"],
-         # Architectures with an entry in worker/inputs.py (codebook rows and labels, images for the loss, train
+         # Architectures with an entry in worker/run/inputs.py (codebook rows and labels, images for the loss, train
          # mode): a script with plain text inputs crashes on them instead of reproducing the sweep's run.
          "MusicgenForCausalLM": [], "GitForCausalLM": [], "ReformerModelWithLMHead": []}
 # Runs each script as `python script.py` would (__main__, its own globals), in one fresh interpreter with a bare

@@ -1,4 +1,4 @@
-"""The per-architecture input table (worker/inputs.py) against the real Transformers models it describes.
+"""The per-architecture input table (worker/run/inputs.py) against the real Transformers models it describes.
 
 Tiny models built in-process (no checkpoint, no pool) so the file stays within a few seconds.
 """
