@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from compat.diff import Change, RunDiff
@@ -110,7 +110,7 @@ def payload(diff: RunDiff, *, identity: Mapping[str, Any], public_url: str = "",
         "confirmed_regressions": [c.__dict__.copy() for c in regs],
         "signatures": [{"key": s.key, "status": s.status, "what": s.what, "architectures": s.architectures,
                         "count": len(s.changes)} for s in sigs],
-        "diff": diff.as_dict(),
+        "diff": {**asdict(diff), "regressed_architectures": diff.regressed_architectures},
     }
 
 
