@@ -29,16 +29,18 @@ browser-deps:
 	  || echo "WARNING: could not install chromium; browser tests will be skipped"; }
 
 # The main job on the embedded default: SQLite under ./var, in-process workers, bundled neuron device.
+# The port is checked first: a busy one fails at once, naming PORT=, not after minutes of sweeping.
 run: $(STAMP)
+	@$(BIN)/compat serve --check-port --from-make --host $(HOST) --port $(PORT)
 	$(BIN)/compat db upgrade
 	$(BIN)/compat sweep $(if $(JOBS),--jobs $(JOBS)) $(SWEEP_ARGS)
-	$(BIN)/compat serve --host $(HOST) --port $(PORT)
+	$(BIN)/compat serve --from-make --host $(HOST) --port $(PORT)
 
 sweep: $(STAMP)
 	$(BIN)/compat sweep $(if $(JOBS),--jobs $(JOBS)) $(SWEEP_ARGS)
 
 serve: $(STAMP)
-	$(BIN)/compat serve --host $(HOST) --port $(PORT)
+	$(BIN)/compat serve --from-make --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -15,13 +15,17 @@ import typer
 
 from cli import validate
 from cli.console import console, fail
+from cli.help_text import SweepCommand, checks_help
 from compat.results import Check, Trigger
 from compat.settings import SettingError, get_settings
 from worker.orchestration.nightly import parse_baseline
 
+# rich_markup_mode=None: Click's plain help, whose option names keep their own column and are never cut with "…"
+# at 80 columns (rich's boxed help cut --fail-on-regression and NEURON_CPU_FALLBACK).
+PLAIN = {"rich_markup_mode": None}
 app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly on a device, and why not.",
-                  no_args_is_help=True, add_completion=False)
-catalog_app = typer.Typer(help="The architecture catalog.", no_args_is_help=True)
+                  no_args_is_help=True, add_completion=False, **PLAIN)
+catalog_app = typer.Typer(help="The architecture catalog.", no_args_is_help=True, **PLAIN)
 app.add_typer(catalog_app, name="catalog")
 
 
@@ -73,25 +77,30 @@ def parse_checks(values: list[str] | None) -> list[Check]:
     return validate.checks(values)
 
 
-@app.command()
+@app.command(cls=SweepCommand)
 def sweep(
-    device: str = typer.Option(None, "--device", "-d", help="neuron (default), cpu, cuda, mps, xpu[:N]"),
-    source: str = typer.Option(None, "--source", help="catalog source: auto, hub, snapshot, registry"),
-    limit: int = typer.Option(None, "--limit", min=1, help="first N architectures of the catalog"),
-    arch: list[str] = typer.Option(None, "--arch", "-a", help="only these architectures (repeatable)"),
-    checks: list[str] = typer.Option(None, "--checks", "-c", help="load,forward,generate,train,compile,lora,sft,fsdp,tp | all"),
-    jobs: int = typer.Option(None, "--jobs", "-j", min=0, help="worker processes (default: cores; 0 = in-process)"),
-    json_path: Path = typer.Option(None, "--json", help="write the versioned JSON report here"),
+    device: str = typer.Option(None, "--device", "-d", metavar="DEVICE",
+                               help="neuron (default), cpu, cuda, mps, xpu[:N]"),
+    source: str = typer.Option(None, "--source", metavar="SOURCE", help="catalog source: auto, hub, snapshot, registry"),
+    limit: int = typer.Option(None, "--limit", min=1, metavar="N", help="first N architectures of the catalog"),
+    arch: list[str] = typer.Option(None, "--arch", "-a", metavar="ARCH", help="only these architectures (repeatable)"),
+    checks: list[str] = typer.Option(None, "--checks", "-c", metavar="CHECKS", help=checks_help()),
+    jobs: int = typer.Option(None, "--jobs", "-j", min=0, metavar="N",
+                             help="worker processes (default: cores; 0 = in-process)"),
+    json_path: Path = typer.Option(None, "--json", metavar="FILE", help="write the versioned JSON report here"),
     store: bool = typer.Option(True, "--store/--no-store", help="persist results to the database"),
-    trigger: str = typer.Option("manual", "--trigger", help="manual, nightly or submission (baselines follow it)"),
+    trigger: str = typer.Option("manual", "--trigger", metavar="TRIGGER",
+                                help="manual, nightly or submission (baselines follow it)"),
     broker: bool = typer.Option(False, "--broker", help="run on the Celery cluster at COMPAT_BROKER_URL, follow it"),
-    baseline: str = typer.Option(None, "--baseline", help="diff against: last-nightly, last-<trigger>, last, run id"),
+    baseline: str = typer.Option(None, "--baseline", metavar="RUN",
+                                 help="diff against: last-nightly, last-<trigger>, last, run id"),
     fail_on_regression: bool = typer.Option(False, "--fail-on-regression",
                                             help="exit 1 on a regression vs --baseline, or a run not complete"),
-    resume: str = typer.Option(None, "--resume", help="finish this interrupted run (its device, catalog, checks)"),
+    resume: str = typer.Option(None, "--resume", metavar="RUN",
+                               help="finish this interrupted run (its device, catalog, checks; ids: compat runs list)"),
     strict: bool = typer.Option(False, "--strict", help="no CPU fallback on neuron (NEURON_CPU_FALLBACK=0)"),
-    switch: list[str] = typer.Option(None, "--switch", help="set a decision of the simulated neuron device, "
-                                     "ID=OPTION (repeatable; NEURON_SWITCHES; the sweep summary lists them)"),
+    switch: list[str] = typer.Option(None, "--switch", metavar="ID=OPTION", help="set a decision of the simulated "
+                                     "neuron device (repeatable; or NEURON_SWITCHES; listed below)"),
     measure_decisions: bool = typer.Option(True, "--decisions/--no-decisions",
                                            help="measure how many architectures each device decision moves "
                                                 "(re-runs the affected ones; the headline's range)"),
@@ -152,25 +161,26 @@ def _check_distributed_options(trigger: str, broker: bool, baseline: str | None,
 @app.command()
 def show(
     architecture: str = typer.Argument(..., help="architecture class name, e.g. LlamaForCausalLM"),
-    device: str = typer.Option(None, "--device", "-d", help="only this device"),
+    device: str = typer.Option(None, "--device", "-d", help="only this device, or identity: 'neuron (trn3)'"),
     json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
     log: bool = typer.Option(False, "--log", help="also print the captured log"),
     full: bool = typer.Option(False, "--full", help="print every error whole (default: cut at a sentence end)"),
 ) -> None:
     """Show the latest results of one architecture."""
-    device = validate.device(device) if device else None
+    device = validate.stored_device(device) if device else None
     _reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
 
 
 @app.command()
 def blockers(
-    device: str = typer.Option(None, "--device", "-d", help="device of the run (default: settings device)"),
+    device: str = typer.Option(None, "--device", "-d", help="device or identity, e.g. 'neuron (trn3)' (default: "
+                                                           "settings device, its default profile)"),
     json_path: Path = typer.Option(None, "--json", help="read from a JSON report instead of the database"),
     top: int = typer.Option(20, "--top", min=1, help="show the top N ops"),
     run_id: str = typer.Option(None, "--run", help="this stored run instead of the device's headline run"),
 ) -> None:
     """What implementing ops unlocks: each blocked architecture's chain of blocking ops, ops ranked by it."""
-    device = validate.device(device) if device else None
+    device = validate.stored_device(device) if device else None
     if run_id is not None:
         _stored().run_id(run_id)
     _reads().blockers(device=device, json_path=json_path, top=top, run_id=run_id)
@@ -261,7 +271,7 @@ def beat_cmd(loglevel: str = typer.Option("INFO", "--loglevel")) -> None:
         raise fail(str(exc)) from None
 
 
-runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True)
+runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True, **PLAIN)
 app.add_typer(runs_app, name="runs")
 
 
@@ -277,25 +287,27 @@ def runs_reap_cmd() -> None:
 
 @runs_app.command("list")
 def runs_list_cmd(
-    device: str = typer.Option(None, "--device", "-d", help="only this device's runs"),
+    device: str = typer.Option(None, "--device", "-d", help="only this device's runs (a name, or an identity: "
+                                                           "'neuron (trn3)')"),
     limit: int = typer.Option(20, "--limit", min=1, max=500, help="newest N runs"),
     kind: str = typer.Option("sweep", "--kind", help="sweep (the catalog), submission (one submitted config) or all"),
 ) -> None:
-    """List stored runs, newest first: id, device, trigger, state, scope, supported / total, results, age."""
-    device = validate.device(device) if device else None
+    """List stored runs, newest first: id, device identity, trigger, state, scope, supported / total, results,
+    age."""
+    device = validate.stored_device(device) if device else None
     if kind not in ("sweep", "submission", "all"):
         raise fail(f"--kind {kind!r}: use sweep, submission or all")
     _reads().runs_list(device=device, limit=limit, kind=kind)
 
 
-db_app = typer.Typer(help="The results database.", no_args_is_help=True)
+db_app = typer.Typer(help="The results database.", no_args_is_help=True, **PLAIN)
 app.add_typer(db_app, name="db")
-token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True, **PLAIN)
 app.add_typer(token_app, name="token")
 
 
 cache_app = typer.Typer(help="The CPU reference cache (COMPAT_REFERENCE_CACHE_DIR; off: COMPAT_REFERENCE_CACHE=0).",
-                        no_args_is_help=True)
+                        no_args_is_help=True, **PLAIN)
 app.add_typer(cache_app, name="cache")
 
 
@@ -328,9 +340,17 @@ def token_create_cmd(name: str = typer.Argument(..., help="who the token is for 
 
 @app.command("serve")
 def serve_cmd(host: str = typer.Option(None, "--host", help="default COMPAT_HOST"),
-              port: int = typer.Option(None, "--port", min=1, max=65535, help="default COMPAT_PORT")) -> None:
+              port: int = typer.Option(None, "--port", min=1, max=65535, help="default COMPAT_PORT"),
+              check_port: bool = typer.Option(False, "--check-port", help="only check that the port is free, exit"),
+              from_make: bool = typer.Option(False, "--from-make", hidden=True,
+                                             help="a busy port names make's PORT=N (the Makefile passes it)")) -> None:
     """Serve the REST API and the dashboard."""
-    _web().serve(host, port)
+    web = _web()
+    hint = web.MAKE_PORT_HINT if from_make else web.PORT_HINT
+    if check_port:
+        web.check_port(host, port, hint)
+        return
+    web.serve(host, port, hint)
 
 
 def _calibration() -> ModuleType:

@@ -18,6 +18,8 @@ from cli.whatif import run as run_whatif
 from compat.chains import chains_of, rank
 from compat.coverage import coverage, native_per_check
 from compat.decisions import DecisionEffect, headline_range
+from compat.diff import RunDiff
+from compat.identity import identity_of
 from compat.results import (
     PINNED_LANE,
     ArchitectureEntry,
@@ -31,6 +33,7 @@ from compat.results import (
 )
 from compat.settings import get_settings
 from compat.states import RunState
+from compat.wording import plural
 from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
@@ -38,10 +41,12 @@ from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration import chains, decisions, notify
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
-from worker.orchestration.nightly import regression_gate
+from worker.orchestration.flake_guard import rerun_regressions, rerun_work
+from worker.orchestration.nightly import Rerun, regression_gate
 from worker.orchestration.planning import make_plan
 from worker.orchestration.submissions import submission_entry
 from worker.orchestration.sweep import run_sweep, write_report
+from worker.run.checks import RUN_ORDER
 from worker.run.device_names import device_type
 from worker.run.devices import Device, DeviceError, resolve_device
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
@@ -119,7 +124,41 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
         _measure_decisions(report, dev, jobs, sink, json_path)
     if measure_chains and not broker:
         _measure_chains(report, dev, jobs, sink, json_path)
-    return _summary(report, dev, json_path, baseline, fail_on_regression, stored=store)
+    rerun = (_broker_rerun(report, dev) if broker else _local_rerun(report, dev)) if baseline else None
+    return _summary(report, dev, json_path, baseline, fail_on_regression, rerun, stored=store)
+
+
+def _local_rerun(report: Report, dev: Device) -> Rerun:
+    """The flake guard on this machine: each regressed architecture again in a fresh worker process."""
+    run = report.run
+
+    def rerun(diff: RunDiff) -> str | None:
+        console.print(f"flake guard: re-running {len(diff.regressions)} regressed check(s) of run {run.id}, each "
+                      "architecture in a fresh process", highlight=False, soft_wrap=True)
+        return rerun_regressions(Store(), diff, report.architectures, dev, trigger=run.trigger,
+                                 catalog_source=run.catalog_source, snapshot_id=run.snapshot_id)
+    return rerun
+
+
+def _broker_rerun(report: Report, dev: Device) -> Rerun:
+    """The flake guard on the cluster: the regressed architectures as a new run's tasks (new task deliveries, on
+    whichever worker takes them), linked to the run they re-run."""
+    run = report.run
+
+    def rerun(diff: RunDiff) -> str | None:
+        work = rerun_work(diff)
+        entries = [e for e in report.architectures if e.name in work]
+        if not entries:
+            return None
+        checks = [c for c in RUN_ORDER if any(c in cs for cs in work.values())]
+        settings, store = get_settings(), Store()
+        plan = make_plan(entries, dev, checks, trigger=run.trigger, database_url=store.database_url,
+                         workdir=settings.var_dir / "work", seed=settings.seed, catalog_source=run.catalog_source,
+                         snapshot_id=run.snapshot_id, scope=Scope.SELECTION, rerun_of=run.id)
+        console.print(f"flake guard: re-running {len(diff.regressions)} regressed check(s) of run {run.id} on the "
+                      "cluster", highlight=False, soft_wrap=True)
+        return CeleryExecutor(make_app(settings)).run(store, plan).run_id
+    return rerun
 
 
 def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
@@ -152,17 +191,19 @@ def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, 
 
 
 def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,
-             fail_on_regression: bool, *, stored: bool = True) -> int:
+             fail_on_regression: bool, rerun: Rerun | None = None, *, stored: bool = True) -> int:
     """The sweep's coverage table (over the run's catalog: the API's and the pages' denominator), its scope and
-    state, then the gate's verdict when ``baseline`` is given."""
+    state, then the gate's verdict when ``baseline`` is given (``rerun``: the flake guard)."""
     run = report.run
     catalog = [e.name for e in report.architectures]
     scope = scope_label(run.catalog_source, run.snapshot_id, run.scope, len(catalog))
-    console.print(coverage_table(report.results, title=f"coverage on {dev.name} ({dev.info.description})",
+    mode = run.determinants.get("mode")
+    ident = identity_of(dev.name, dev.info.details, None if mode is None else mode == "strict").label
+    console.print(coverage_table(report.results, title=f"coverage on {ident} ({dev.info.description})",
                                  catalog=catalog, scope=scope))
     cov = coverage(report.results, catalog)
     n = cov.architectures
-    console.print(f"run {run.id} on {dev.name}: {cov.supported} / {n} supported ({percent(cov.supported, n)}); "
+    console.print(f"run {run.id} on {ident}: {cov.supported} / {n} supported ({percent(cov.supported, n)}); "
                   f"{scope}", highlight=False, soft_wrap=True)
     profile = dev.info.details.get("profile")
     console.print(f"out of the box {cov.supported} / {n} ({percent(cov.supported, n)}), native {cov.native} / {n} "
@@ -183,7 +224,7 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
     if json_path:
         console.print(f"report: {json_path}")
     if baseline:
-        return _regression_gate(run.id, dev.name, baseline, fail_on_regression)
+        return _regression_gate(run.id, dev.name, baseline, fail_on_regression, rerun)
     return 0
 
 
@@ -226,7 +267,8 @@ def _resume(run_id: str, jobs: int, json_path: Path | None, baseline: str | None
     report.results = st.run_results(run_id)  # the whole run, not only what this process added
     if json_path:
         write_report(report, json_path)
-    return _summary(report, dev, json_path, baseline, fail_on_regression)
+    return _summary(report, dev, json_path, baseline, fail_on_regression,
+                    _local_rerun(report, dev) if baseline else None)
 
 
 def _load_catalog(source: str, limit: int | None) -> Catalog:
@@ -263,9 +305,10 @@ def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list
     return report
 
 
-def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool) -> int:
+def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool,
+                     rerun: Rerun | None = None) -> int:
     store = Store()
-    verdict = regression_gate(store, run_id, device, baseline, fail_on_regression)
+    verdict = regression_gate(store, run_id, device, baseline, fail_on_regression, rerun)
     for line in verdict.lines:  # never wrapped: one regression per line, for a CI log's grep
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if verdict.diff is not None and (sent := notify.deliver(store, verdict.diff)) is not None:
@@ -332,7 +375,7 @@ def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None
             cat = refresh_snapshot(limit, out, endpoint=endpoint, progress=on_fetch)
     except CatalogError as exc:
         raise fail(str(exc), 1) from None
-    console.print(f"snapshot {cat.snapshot_id}: {len(cat.entries)} architectures")
+    console.print(f"snapshot {cat.snapshot_id}: {plural(len(cat.entries), 'architecture')}")
 
 
 

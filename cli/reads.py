@@ -168,9 +168,10 @@ def runs_list(*, device: str | None, limit: int, kind: str) -> None:
     for r in page.items:
         age = int((now - r.started).total_seconds() // 60)
         what = f"#{r.submission_id}" if r.kind == "submission" and r.submission_id else r.scope
-        console.print(f"{r.id}  {r.device:<8} {r.trigger:<10} {r.state:<11} {what:<9} "
+        rerun = f"  re-run of {r.rerun_of}" if r.rerun_of else (f"  re-run {r.rerun}" if r.rerun else "")
+        console.print(f"{r.id}  {r.device:<14} {r.trigger:<10} {r.state:<11} {what:<9} "
                       f"{r.supported}/{r.total} supported  {r.results}/{r.planned} results  "
-                      f"{f'{age // 60} h {age % 60} min' if age >= 60 else f'{age} min'} ago", highlight=False,
+                      f"{f'{age // 60} h {age % 60} min' if age >= 60 else f'{age} min'} ago{rerun}", highlight=False,
                       soft_wrap=True)
     console.print(f"{len(page.items)} of {page.total} {label}run(s){hidden}; resume an interrupted one: "
                   "compat sweep --resume ID", highlight=False, soft_wrap=True)

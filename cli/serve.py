@@ -29,9 +29,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                   hub_config=hub_config)
 
 
-def listen(host: str, port: int) -> socket.socket:
+PORT_HINT = "pass --port N or set COMPAT_PORT"
+MAKE_PORT_HINT = "pass PORT=N to make, e.g. make run PORT=8001"  # make passes PORT, never COMPAT_PORT, to compat
+
+
+def listen(host: str, port: int, hint: str = PORT_HINT) -> socket.socket:
     """The server's socket, bound as uvicorn binds one (SO_REUSEADDR; IPv6 for an address with a colon). A port in
-    use is one line naming it, ``--port`` and ``COMPAT_PORT`` (exit 2), never uvicorn's errno."""
+    use is one line naming it and how to choose another (``hint``; exit 2), never uvicorn's errno."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -39,20 +43,26 @@ def listen(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise fail(f"port {port} on {host} is in use: pass --port N or set COMPAT_PORT") from None
+            raise fail(f"port {port} on {host} is in use: {hint}") from None
         raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc} (--host, --port; COMPAT_HOST, "
                    "COMPAT_PORT)") from None
     return sock
 
 
-def serve(host: str | None = None, port: int | None = None) -> None:
+def check_port(host: str | None, port: int | None, hint: str = PORT_HINT) -> None:
+    """Only whether the server could listen on ``host:port`` now (``make run`` asks before its minutes-long sweep)."""
+    settings = get_settings()
+    listen(host or settings.host, port or settings.port, hint).close()
+
+
+def serve(host: str | None = None, port: int | None = None, hint: str = PORT_HINT) -> None:
     """``compat serve``: the app with uvicorn, after migrating the database (fail here, loudly, not on a request).
     uvicorn serves on the socket bound here, so no other process can take the port between the check and the
     start (uvicorn would exit with an errno)."""
     settings = get_settings()
     host, port = host or settings.host, port or settings.port
     db_upgrade(settings.database_url)
-    sock = listen(host, port)
+    sock = listen(host, port, hint)
     server = uvicorn.Server(uvicorn.Config(FACTORY, factory=True, host=host, port=port, log_level="info"))
     # uvicorn names the address only when it binds it itself.
     console.print(f"serving on http://{f'[{host}]' if ':' in host else host}:{port} (Ctrl-C to stop)",

@@ -18,8 +18,8 @@ from compat.settings import get_settings
 from service.models import Result, Run
 from service.store import Store
 
-# Where a user finds every run id (the API lists them, newest first).
-LIST_RUNS = "`GET /api/v1/runs` (or the dashboard's runs page)"
+# Where a user finds every run id, newest first (the API's `GET /api/v1/runs` and the runs page list the same).
+LIST_RUNS = "`compat runs list --kind all`"
 
 
 def missing_store(url: str) -> bool:

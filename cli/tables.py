@@ -20,6 +20,7 @@ from compat.coverage import FallbackOp, coverage
 from compat.ops import op_dtypes, op_name
 from compat.results import ALL_CHECKS, CHECK_ORDER, Check, ResultRecord, Status, check_headline, percent
 from compat.text_cut import shorten
+from compat.wording import plural
 
 SHORTENED = " […]"  # the mark of a shortened error; a note under the table says how to see it whole
 SHOWN_ARCHITECTURES = 4  # a blocker's architectures named in the table (the rest counted)
@@ -65,7 +66,7 @@ def coverage_table(records: Iterable[ResultRecord], title: str = "coverage", *,
     checks = [c for c in ALL_CHECKS if str(c) in cov.per_check]
     statuses = [s for s in Status if any(cov.per_check[str(c)][str(s)] for c in checks)]
     v = cov.verdicts
-    caption = (f"{cov.architectures} architectures: {v['supported']} supported natively, "
+    caption = (f"{plural(cov.architectures, 'architecture')}: {v['supported']} supported natively, "
                f"{v['supported_with_fallback']} with CPU fallback, {v['failing']} failing, "
                f"{v['reference_fail']} reference_fail, {v['skipped']} skipped, "
                f"{v['not_judged']} not judged (support checks not run or no verdict) "

@@ -1,5 +1,5 @@
 """The command line's input checks that need no torch: device spelling, catalog source, architecture names, checks
-and the simulated device's ``NEURON_PROFILE``. Each bad value is one line with suggestions and exit code 2.
+and the simulated device's ``NEURON_PROFILE`` and ``NEURON_SWITCHES``. Each bad value is one line with suggestions and exit code 2.
 
 Torch, transformers and the store load only after these pass: a typo answers in a fraction of a second.
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from cli.console import fail
 from cli.suggest import unknown
+from compat.identity import Identity, parse
 from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check
 from compat.settings import get_settings
 from worker.catalog.names import catalog_names
@@ -33,6 +34,15 @@ def device(name: str, origin: str = "") -> str:
         where = f"; it comes from {origin}" if origin else ""
         raise fail(unknown("device", name, KNOWN_DEVICES) + f" (optionally with :INDEX){where}")
     return normalize(name)
+
+
+def stored_device(name: str) -> str:
+    """A device a read names: a device name (``neuron``) or a stored identity (``neuron (trn3, strict)``), the
+    device's spelling checked as ``device`` checks it. The store decides whether it has that identity."""
+    ident = parse(name)
+    if ident is None or ident.profile is None and not ident.strict:
+        return device(name)
+    return Identity(device(ident.name), ident.profile, ident.strict).label
 
 
 def source(name: str) -> str:
@@ -57,7 +67,8 @@ def checks(values: Sequence[str] | None) -> list[Check]:
             if Check(name) not in out:
                 out.append(Check(name))
         else:
-            raise fail(unknown("check", name, valid) + " (or all, default)")
+            raise fail(unknown("check", name, valid) + f"; or all (every check), or default "
+                       f"({', '.join(str(c) for c in DEFAULT_CHECKS)})")
     return out
 
 
@@ -149,11 +160,36 @@ def neuron_profile(device_name: str) -> None:
 
 def harness_device(name: str | None) -> str:
     """The device a harness command runs on (default ``COMPAT_DEVICE``): spelling and, for ``neuron``, the
-    profile, checked."""
+    profile and ``NEURON_SWITCHES``, checked."""
     dev = device(name) if name else device(get_settings().device, origin="COMPAT_DEVICE")
     neuron_profile(dev)
+    neuron_switches(dev)
     return dev
 
+
+
+def switch_table() -> list[dict]:
+    """The active profile's decision switches (``NEURON_PROFILE``'s JSON, read before torch loads): each with its
+    ``id``, ``subject``, ``default`` and ``options``; empty when the profile cannot be read here."""
+    folder = _profiles_dir()
+    name = os.environ.get("NEURON_PROFILE", "trn2").strip()
+    try:
+        data = json.loads((folder / f"{name}.json").read_text()) if folder else {}
+    except (OSError, ValueError):
+        return []  # a bad NEURON_PROFILE is neuron_profile()'s message; an unreadable file is the device's
+    return [sw for sw in data.get("switches", []) if isinstance(sw, dict) and "id" in sw]
+
+
+def _switch(value: str, known: dict[str, list[str]], origin: str) -> tuple[str, str]:
+    """One ``ID=OPTION`` item checked against ``known``; a bad one is one line naming where it came from."""
+    sid, eq, option = (part.strip() for part in value.partition("="))
+    if not eq or not sid or not option:
+        raise fail(f"{origin} {value!r}: expected ID=OPTION, e.g. grouped_mm_preconditions=not_enforced")
+    if sid not in known:
+        raise fail(f"{origin}: " + unknown("switch", sid, list(known), plural="switches"))
+    if option not in known[sid]:
+        raise fail(f"{origin}: switch {sid!r} has no option {option!r}; options: {', '.join(known[sid])}")
+    return sid, option
 
 
 def switches(values: Sequence[str], device_name: str) -> dict[str, str]:
@@ -163,18 +199,19 @@ def switches(values: Sequence[str], device_name: str) -> dict[str, str]:
         return {}
     if device_type(device_name) != "neuron":
         raise fail("--switch sets the simulated neuron device's decisions: use it with --device neuron")
-    folder = _profiles_dir()
-    name = os.environ.get("NEURON_PROFILE", "trn2").strip()
-    data = json.loads((folder / f"{name}.json").read_text()) if folder else {}
-    known = {sw["id"]: list(sw["options"]) for sw in data.get("switches", [])}
-    chosen: dict[str, str] = {}
-    for value in values:
-        sid, eq, option = (part.strip() for part in value.partition("="))
-        if not eq or not option:
-            raise fail(f"--switch {value!r}: expected ID=OPTION, e.g. grouped_mm_preconditions=not_enforced")
-        if sid not in known:
-            raise fail(unknown("switch", sid, list(known), plural="switches"))
-        if option not in known[sid]:
-            raise fail(f"switch {sid!r} has no option {option!r}; options: {', '.join(known[sid])}")
-        chosen[sid] = option
-    return chosen
+    known = {sw["id"]: list(sw["options"]) for sw in switch_table()}
+    return dict(_switch(value, known, "--switch") for value in values)
+
+
+def neuron_switches(device_name: str) -> None:
+    """``NEURON_SWITCHES`` (``ID=OPTION[,ID=OPTION]``) checked like ``--switch`` when the simulated ``neuron``
+    device will be used: a bad value is one line naming the variable, not the device's traceback at load."""
+    text = os.environ.get("NEURON_SWITCHES", "")
+    if (not text.strip() or device_type(device_name) != "neuron"
+            or importlib.util.find_spec("torch_neuronx") is not None):
+        return
+    known = {sw["id"]: list(sw["options"]) for sw in switch_table()}
+    if not known:
+        return  # the profile itself cannot be read here: the device says why when it loads
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        _switch(item, known, f"NEURON_SWITCHES={text.strip()}")

@@ -1,10 +1,10 @@
 """What a notification says about a run: the webhook's JSON (Slack-compatible ``text`` plus the structured diff),
 the failure signatures it groups regressions by, and the GitHub issue each signature gets (title, body, marker).
 
-Pure functions of a ``compat.diff.RunDiff``; ``worker/orchestration/notify.py`` sends them. The seam for the flake
-guard and the failure signatures (issue 34 items 1 and 3): ``payload`` and ``issue_actions`` take the confirmed
-regressions and the signatures as arguments; without them every regression counts as confirmed and regressions are
-grouped by ``signatures_of``.
+Pure functions of a ``compat.diff.RunDiff``; ``worker/orchestration/notify.py`` sends them. Built on the flake guard
+and the failure signatures (issue 34 items 1 and 3): a diff's ``regressions`` are the confirmed ones (its ``flaky``
+are counted apart, never sent as regressions), and its ``signatures`` group them (``of_diff``). ``payload`` and
+``issue_actions`` also take both as arguments.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from compat.diff import Change, RunDiff
@@ -56,13 +56,28 @@ def normalise(detail: str) -> str:
 
 
 def signatures_of(changes: Iterable[Change]) -> list[Signature]:
-    """Regressions grouped by (status, normalised detail), biggest group first. The stand-in for the failure
-    signatures of issue 34 item 3: pass theirs to ``payload`` / ``issue_actions`` instead where they exist."""
+    """Regressions grouped by (status, normalised detail), biggest group first: for a diff that carries no
+    ``compat.signatures`` of its own (``of_diff`` prefers those)."""
     groups: dict[tuple[str, str], list[Change]] = {}
     for c in changes:
         groups.setdefault((c.after or "-", normalise(c.detail) or "(no detail)"), []).append(c)
     sigs = [Signature(status, what, tuple(cs)) for (status, what), cs in groups.items()]
     return sorted(sigs, key=lambda s: (-len(s.architectures), s.status, s.what))
+
+
+def of_diff(diff: RunDiff, confirmed: Sequence[Change]) -> list[Signature]:
+    """The diff's own failure signatures (``compat.signatures``, grouped by the gate) restricted to the confirmed
+    regressions, each with its changes; ``signatures_of`` where the diff carries none (a diff built without them)."""
+    if not diff.signatures:
+        return signatures_of(confirmed)
+    out = []
+    for sig in diff.signatures:
+        archs, checks = set(sig.architectures), set(sig.checks)
+        mine = tuple(c for c in confirmed if c.after == sig.status and c.architecture in archs and c.check in checks
+                     and (sig.op is None or c.detail == sig.op))
+        if mine:
+            out.append(Signature(sig.status, sig.op or sig.error or "(no detail)", mine))
+    return out
 
 
 def diff_page(public_url: str, diff: RunDiff) -> str | None:
@@ -90,13 +105,18 @@ def payload(diff: RunDiff, *, identity: Mapping[str, Any], public_url: str = "",
     regs = list(diff.regressions if confirmed is None else confirmed)
     if not regs:
         return None
-    sigs = list(signatures) if signatures is not None else signatures_of(regs)
+    sigs = list(signatures) if signatures is not None else of_diff(diff, regs)
     device = identity.get("device", "?")
     archs = sorted({c.architecture for c in regs})
     url = diff_page(public_url, diff)
     head = (f"neuron-compat: {len(regs)} confirmed regression(s) in {len(archs)} architecture(s) on {device} "
             f"(run {diff.current_run[:12]} vs {(diff.baseline_run or '-')[:12]}, lane {identity.get('lane', '?')})")
-    lines = [head, *(f"• {line}" for line in _by_arch(regs))]
+    lines = [head]
+    if diff.moved:  # what moved between the baseline and the run (compat.moved), above the regressions
+        lines.append("moved: " + "; ".join(m.line() for m in diff.moved))
+    lines += [f"• {line}" for line in _by_arch(regs)]
+    if diff.flaky:
+        lines.append(f"({len(diff.flaky)} flaky: passed on a re-run, not counted)")
     if url:
         # Slack's link syntax in ``text``: <url|label> (https://docs.slack.dev/messaging/formatting-message-text,
         # "Linking URLs"); other chat tools show it as text.
@@ -110,7 +130,9 @@ def payload(diff: RunDiff, *, identity: Mapping[str, Any], public_url: str = "",
         "confirmed_regressions": [c.__dict__.copy() for c in regs],
         "signatures": [{"key": s.key, "status": s.status, "what": s.what, "architectures": s.architectures,
                         "count": len(s.changes)} for s in sigs],
-        "diff": {**asdict(diff), "regressed_architectures": diff.regressed_architectures},
+        "moved": [m.line() for m in diff.moved],
+        "flaky": [c.__dict__.copy() for c in diff.flaky],
+        "diff": diff.as_dict(),
     }
 
 
@@ -170,7 +192,7 @@ def issue_actions(diff: RunDiff, open_issues: Sequence[Mapping[str, Any]], curre
     with an open issue gets a comment, else a new issue; an open issue of ours, not seen in this run, whose every
     key passes in ``current`` is closed with a comment (a key the run did not measure keeps it open)."""
     regs = list(diff.regressions if confirmed is None else confirmed)
-    sigs = list(signatures) if signatures is not None else signatures_of(regs)
+    sigs = list(signatures) if signatures is not None else of_diff(diff, regs)
     url = diff_page(public_url, diff)
     ours = {marker_of(i.get("body")): i for i in open_issues if marker_of(i.get("body"))}
     actions: list[IssueAction] = []

@@ -177,10 +177,15 @@ def whatif(chosen: Mapping[str, str], supported: int, total: int, effects: Itera
                       f"this run's architectures, and stored traces re-judge only a fallback, never a failure that "
                       f"stopped at an op. Measured: {measured}. Measure it: compat sweep {flags}")
     after = supported + found.moves
-    how = (f"re-run of {len(found.affected)} affected architecture(s)" if found.measured_by == "rerun" else
-           f"re-judged from the stored fallback ops of {len(found.affected)} architecture(s)")
-    text = (f"{found.key}: {after} ({percent(after, total)}) out of the box, {_signed(found.moves)} "
-            f"(was {supported}); native {_signed(found.native_moves)}; measured by {how}")
+    n = len(found.affected)
+    how = (f"measured by re-running the {n} affected architecture{'' if n == 1 else 's'}"
+           if found.measured_by == "rerun" else
+           f"re-judged from the stored CPU fallback ops of {n} architecture{'' if n == 1 else 's'}")
+    # No change is said as such: "0 (was 125)" read as a drop to zero.
+    moved = (f"{after} ({percent(after, total)}) out of the box, {_signed(found.moves)} (was {supported})"
+             if found.moves else f"{after} ({percent(after, total)}) out of the box, unchanged")
+    native = f"native {_signed(found.native_moves)}" if found.native_moves else "native unchanged"
+    text = f"{found.key}: {moved}; {native}; {how}"
     if found.gains:
         text += f"; now supported: {', '.join(found.gains)}"
     if found.losses:

@@ -215,6 +215,11 @@ class RunInfo(BaseModel):
     # written into the JSON report when the run closes (None: not known, e.g. a report written mid-run).
     state: str | None = None
     missing: int | None = None
+    # What determines its results (compat.moved: library versions, device backend, profile and its sources' digest,
+    # switches, strict or fallback, harness version), recorded when it starts; a diff names what moved.
+    determinants: dict[str, str] = Field(default_factory=dict)
+    # The flake guard's re-run of another run's regressed keys in a fresh process (issue 34 item 1): that run's id.
+    rerun_of: str | None = None
 
 
 class OpTrace(BaseModel):

@@ -12,9 +12,12 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup, escape
 
 from compat.ops import op_dtypes
 from compat.text_cut import shorten
+from compat.wording import plural
+from dashboards.sources import source_link
 from dashboards.status_style import legend, status_cell, style_for
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -66,6 +69,15 @@ def error_text(message: str | None, bound: int = 300) -> str:
     return f"{text} […]" if cut else text
 
 
+def ticks(text: str | None) -> Markup:
+    """Text whose `backticked` names (a switch subject: "`_grouped_mm` 128-alignment") are shown as code, not as
+    literal backticks; everything else escaped."""
+    parts = str(text or "").split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: nothing is code
+        return Markup(escape(str(text or "")))
+    return Markup("".join(str(escape(p)) if i % 2 == 0 else f"<code>{escape(p)}</code>" for i, p in enumerate(parts)))
+
+
 def short_id(run_id: str | None) -> str:
     return (run_id or "")[:8]
 
@@ -79,8 +91,8 @@ def _build_env() -> Environment:
         lstrip_blocks=True,
         auto_reload=False,  # templates ship with the package; skip the per-render mtime check
     )
-    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text,
-                       op_dtypes=op_dtypes)
+    env.filters.update(pct=pct, when=when, duration=duration, short_id=short_id, error_text=error_text, plural=plural,
+                       ticks=ticks, source_link=source_link, op_dtypes=op_dtypes)
     env.globals.update(status_cell=status_cell, style_for=style_for, status_legend=legend, nav=NAV, ratio=ratio)
     return env
 
@@ -98,4 +110,11 @@ def not_found(request: Request, what: str, message: str, back_href: str = "/", b
               ) -> HTMLResponse:
     """The 404 page: what was not found, why, and where to go back to."""
     return render(request, "not_found.html", status_code=404, page_title=f"{what} not found", message=message,
+                  back_href=back_href, back_label=back_label)
+
+
+def refused(request: Request, what: str, message: str, back_href: str = "/", back_label: str = "Back to the overview"
+            ) -> HTMLResponse:
+    """The 422 page: a query value the API would refuse too (same words), and where to go back to."""
+    return render(request, "not_found.html", status_code=422, page_title=f"{what} not valid", message=message,
                   back_href=back_href, back_label=back_label)

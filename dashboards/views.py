@@ -7,6 +7,7 @@ This module holds the overview, matrix, architecture and blockers pages; runs an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -14,7 +15,9 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.orm import Session
 
-from compat.results import ALL_CHECKS
+from compat import status_filter
+from compat.identity import resolve as resolve_identity
+from compat.results import ALL_CHECKS, arch_verdict
 from compat.settings import Settings
 from compat.states import RunState
 from dashboards import matrix as mx
@@ -23,7 +26,7 @@ from dashboards.changes import changed_cells, history_changes, latest_changes
 from dashboards.charts import Series, legend_items, line_chart
 from dashboards.run_views import router as run_router
 from dashboards.submit_views import router as submit_router
-from dashboards.templating import not_found, render
+from dashboards.templating import not_found, refused, render
 from service import queries
 from service.deps import app_settings, get_session
 
@@ -61,8 +64,10 @@ def overview(request: Request, session: Session = Depends(get_session),
 
 def _overview_data(session: Session, top_n: int, lead_device: str) -> dict:
     """Everything the overview shows, from ``service.queries`` (cached per store state by the caller)."""
-    # The device under test leads; other devices (cpu, cuda...) follow by name.
-    cov = sorted(queries.coverage(session).items, key=lambda c: (c.device != lead_device, c.device))
+    # The device under test leads (its default profile: compat.identity.resolve); the other identities follow by name.
+    items = queries.coverage(session).items
+    lead_device = resolve_identity(lead_device, [c.device for c in items]) or lead_device
+    cov = sorted(items, key=lambda c: (c.device != lead_device, c.device))
     cov_top = {c.device: c for c in queries.coverage(session, top_n=top_n).items}
     running = [r for r in queries.list_runs(session, state=RunState.RUNNING, per_page=10).items if r.trigger != "submission"]
 
@@ -103,7 +108,17 @@ def matrix(request: Request, session: Session = Depends(get_session),
            settings: Settings = Depends(app_settings)) -> HTMLResponse:
     """One row per architecture, one column per (device, check); filters, search and sort live in the URL."""
     query = mx.MatrixQuery.from_params(request.query_params)
+    if query.status:  # the API's vocabulary and its refusal (422), never a silently unfiltered matrix
+        try:
+            status_filter.normalise(query.status)
+        except ValueError as exc:
+            return refused(request, "Status filter", f"{exc}.", "/matrix", "Back to the matrix")
     rows, devices = PAGE_CACHE.get(session, ("matrix", settings.device), lambda: _matrix_rows(session, settings.device))
+    # A plain device name (``neuron``) names its default profile's identity (``neuron (trn2)``).
+    if query.device and query.device not in devices and (ident := resolve_identity(query.device, devices)):
+        query = replace(query, device=ident)
+    ranked = PAGE_CACHE.get(session, ("matrix-ranked",),
+                            lambda: any(c.ranked for c in queries.coverage(session).items))
     # A filter naming no measured device or no check is said, not answered with an empty matrix.
     if query.device and query.device not in devices:
         return not_found(request, "Device", f"No finished full run on “{query.device}”; measured devices: "
@@ -123,7 +138,7 @@ def matrix(request: Request, session: Session = Depends(get_session),
     checks = [str(c) for c in ALL_CHECKS if any(c2 == str(c) for _, c2 in mx.columns(rows, devices, mx.MatrixQuery()))]
     return render(
         request, "matrix.html", page_title="Architecture matrix", query=query, rows=page_rows, cols=cols,
-        device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS,
+        device_spans=spans, devices=devices, checks=checks, status_groups=mx.STATUS_GROUPS, ranked=ranked,
         shown_total=len(shown), all_total=len(rows), page=page_no, pages=pages,
     )
 
@@ -131,7 +146,8 @@ def matrix(request: Request, session: Session = Depends(get_session),
 def _matrix_rows(session: Session, lead_device: str) -> tuple[list[mx.MatrixRow], list[str]]:
     """All architectures pivoted to matrix rows, with the cells changed since each device's previous run."""
     page = queries.list_architectures(session, per_page=1_000_000)
-    rows, devices = mx.pivot(page.items, devices_order=[lead_device])
+    lead = resolve_identity(lead_device, sorted({r.device for r in page.items})) or lead_device
+    rows, devices = mx.pivot(page.items, devices_order=[lead])
     latest_run_by_device = {r.device: r.run_id for r in page.items}
     for device, run_id in latest_run_by_device.items():
         prev = queries.previous_run_id(session, run_id)
@@ -159,6 +175,9 @@ def architecture(name: str, request: Request, session: Session = Depends(get_ses
         request, "architecture.html", page_title=d.name, d=d, latest_run=latest_run,
         changed=latest_changes(d.history, latest_run.values()), history=history_changes(d.history),
         history_checks=history_checks, badge_markdown=badge,
+        # The verdict word per device (compat.results.arch_verdict, the headline's rule): the pill says "natively"
+        # or "with CPU fallback" as loudly as it says "supported".
+        verdict_words={dev: arch_verdict([r for r in d.latest if r.device == dev]) for dev in d.supported},
         submitted_checks=[str(c) for c in ALL_CHECKS if any(str(c) in h.statuses for h in d.submitted)],
     )
 

@@ -50,11 +50,11 @@ def device_coverage(session: Session, run: Run, top_n: int | None) -> S.DeviceCo
     supported, native = counts.supported, counts.native
     rng, decisions = decision_range(run.decisions, names, supported)
     return S.DeviceCoverage(
-        device=run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
+        device=run.identity or run.device, run_id=run.id, run_started=aware(run.started), run_state=run.state,
         simulated=bool((run.device_info or {}).get("simulated", False)), top_n=top_n, total=total,
         supported=supported, fraction=frac(supported, total), percent=percent(supported, total),
         supported_with_fallback=supported - native, per_check=per_check, native=native,
-        native_percent=percent(native, total), profile=((run.device_info or {}).get("details") or {}).get("profile"),
+        native_percent=percent(native, total), profile=run.profile, strict=bool(run.strict),
         failing=counts.failing,
         range_low=rng.low, range_high=rng.high, range_text=rng.text(), decisions=decisions,
         catalog_source=run.catalog_source, snapshot_id=run.snapshot_id, scope=run.scope, ranked=ranked,

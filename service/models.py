@@ -98,6 +98,15 @@ class Run(Base):
     # The measured decision switches (0008): compat.decisions.DecisionEffect.model_dump() each, written once the
     # run's verdicts are in (Store.set_decisions); None = not measured. The headline's range is read from them.
     decisions: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    # The device's identity (0012, compat.identity): name, profile and strict, e.g. "neuron (trn2)". Every latest,
+    # headline, baseline and history read matches on it, never on the bare name.
+    identity: Mapped[str] = mapped_column(String(96), default="", server_default="")
+    profile: Mapped[str | None] = mapped_column(String(32))
+    strict: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # What determines its results (0012, compat.moved); None: recorded before runs kept them (moves nothing).
+    determinants: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # The flake guard's re-run of that run's regressed keys (0012); the original is kept as it was.
+    rerun_of: Mapped[str | None] = mapped_column(String(64), index=True)
     # Blocker chains (0015): compat.chains.Chain.model_dump() per architecture failing at an op, measured by moving
     # its blocking ops to the CPU fallback (Store.set_chains); None = not measured (only first blockers known).
     chains: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
@@ -106,7 +115,8 @@ class Run(Base):
     # What the run's notifications did (0013): {"webhook": {...}, "github": {...}}; None = not tried.
     notifications: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
-    __table_args__ = (Index("ix_runs_device_started", "device", "started"),)
+    __table_args__ = (Index("ix_runs_device_started", "device", "started"),
+                      Index("ix_runs_identity_started", "identity", "started"))
 
 
 class Architecture(Base):

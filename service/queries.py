@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 
 from compat import status_filter
 from compat.blocking import blocking_record
-from compat.diff import diff_results
 from compat.results import (
+    PINNED_LANE,
     RunKind,
     is_ranked,
     is_supported_statuses,
@@ -31,9 +31,10 @@ from service import schemas as S
 from service import submissions as submission_rules
 from service.blockers import blockers_out
 from service.declared_support import declared_lists
+from service.diffs import diff_runs, run_diff  # noqa: F401 - the diff reads, served from here like every read
 from service.headline import device_coverage, frac
 from service.lifecycle import reap
-from service.models import Architecture, Device, Result, Run, Submission
+from service.models import Architecture, Result, Run, Submission
 from service.records import aware, row_to_record
 from service.rollup import ArchOutcome, CatalogRow, run_counts, run_view
 from service.runs import (
@@ -42,14 +43,14 @@ from service.runs import (
     baseline_run,
     check_device,
     device_names,
+    device_row,
     finished_sweeps,
     get_run_row,
     latest_results_in,
     latest_run,
     latest_runs_of,
-    run_records,
+    rerun_of,
     run_scope_label,
-    selection_of,
 )
 
 # The API's spelling of ``compat.status_filter``'s vocabulary (the matrix page accepts the same words).
@@ -61,8 +62,8 @@ def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[
     """One run (``run_id``), or the headline run of ``device`` (NotFound when it has none), or of every device."""
     if run_id is not None:
         run = get_run_row(session, run_id)
-        if device is not None and run.device != device:
-            raise NotFound(f"run {run_id!r} is on {run.device!r}, not {device!r}")
+        if device is not None and device not in (run.identity, run.device):
+            raise NotFound(f"run {run_id!r} is on {run.identity or run.device!r}, not {device!r}")
         return [run]
     if device is not None:
         run = latest_run(session, check_device(session, device))
@@ -73,13 +74,19 @@ def _runs_for(session: Session, device: str | None, run_id: str | None) -> list[
 
 
 def list_devices(session: Session) -> list[S.DeviceOut]:
-    """Every measured device with its headline run (``last_run_id``: the latest full finished run)."""
+    """Every measured device identity (``neuron (trn2)``, ``neuron (trn3, strict)``, ``cpu``) with its headline run
+    (``last_run_id``: the latest full finished run)."""
     out = []
-    for d in session.scalars(select(Device).order_by(Device.name)):
-        run = latest_run(session, d.name)
-        out.append(S.DeviceOut(name=d.name, simulated=d.simulated, description=d.description,
-                               torch_version=d.torch_version, backend_version=d.backend_version,
-                               last_run_id=run.id if run else None))
+    for ident in device_names(session):
+        run = latest_run(session, ident)
+        newest = session.scalars(select(Run).where(Run.identity == ident).order_by(*_ORDER).limit(1)).first()
+        d = device_row(session, newest.device) if newest is not None else None
+        out.append(S.DeviceOut(name=ident, simulated=d.simulated if d else False,
+                               description=d.description if d else "", torch_version=d.torch_version if d else "",
+                               backend_version=d.backend_version if d else "", last_run_id=run.id if run else None,
+                               device=newest.device if newest else ident,
+                               profile=newest.profile if newest else None,
+                               strict=bool(newest.strict) if newest else False))
     return out
 
 
@@ -92,7 +99,7 @@ def coverage(session: Session, device: str | None = None, run_id: str | None = N
 def coverage_history(session: Session, device: str) -> S.CoverageHistory:
     """Supported/total of every finished full run of ``device`` (selections and unfinished runs would draw drops
     that are not there)."""
-    check_device(session, device)
+    device = check_device(session, device)
     runs = session.scalars(finished_sweeps(device).order_by(None).order_by(Run.started, Run.id)).all()
     points = []
     for run in runs:
@@ -110,7 +117,7 @@ def _row(c: CatalogRow, run: Run, o: ArchOutcome | None) -> S.ArchitectureRow:
     o = o or ArchOutcome()
     return S.ArchitectureRow(
         name=c.architecture, rank=c.rank, model_type=c.model_type, downloads=c.downloads,
-        representative=c.representative, remote_code=c.remote_code, device=run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
+        representative=c.representative, remote_code=c.remote_code, device=run.identity or run.device, run_id=run.id, supported=o.supported, fallback=o.fallback, statuses=o.statuses,
         fallback_ops=o.fallback_ops,
         blocking_op=o.blocking_op, error=o.error,
     )
@@ -158,7 +165,7 @@ def architecture_detail(session: Session, name: str) -> S.ArchitectureDetail:
         supported[dev] = is_supported_statuses({str(r.check): str(r.status) for r in latest if r.device == dev})
         verdicts[dev] = verdict_text(r for r in latest if r.device == dev)
     rows = session.execute(
-        select(Result.run_id, Result.device, Result.check, Result.status, Run.started, Run.trigger,
+        select(Result.run_id, Run.identity, Result.check, Result.status, Run.started, Run.trigger,
                Run.submission_id, Run.submitted_model_id, Run.submitted_revision, Run.config_digest)
         .join(Run, Run.id == Result.run_id).where(Result.architecture == name)
         .order_by(Run.started.desc(), Run.id.desc(), Result.id)
@@ -197,12 +204,14 @@ def _summary(session: Session, run: Run) -> dict:
         total, supported, results = run.arch_count or 0, run.supported_count, run.result_count or 0
     planned = run.planned_count or 0
     return dict(id=run.id, trigger=run.trigger, kind=run_kind(run.trigger), submission_id=run.submission_id,
-                device=run.device, state=run.state, started=aware(run.started),
+                device=run.identity or run.device, state=run.state, started=aware(run.started),
                 finished=aware(run.finished), catalog_source=run.catalog_source, snapshot_id=run.snapshot_id,
                 scope=run.scope, scope_label=run_scope_label(run, total),
                 versions=run.versions or {}, checks=run.checks or [], planned=planned,
                 results=results, missing=max(0, planned - results), total=total, supported=supported,
-                end_reason=run.end_reason, lane=run.lane or "pinned")
+                end_reason=run.end_reason, device_name=run.device, profile=run.profile, strict=bool(run.strict),
+                determinants=run.determinants or {}, rerun_of=run.rerun_of, rerun=rerun_of(session, run.id),
+                lane=run.lane or PINNED_LANE)
 
 
 def list_runs(session: Session, *, device: str | None = None, trigger: str | None = None,
@@ -212,7 +221,7 @@ def list_runs(session: Session, *, device: str | None = None, trigger: str | Non
     reap(session)
     cond = []
     if device is not None:
-        cond.append(Run.device == check_device(session, device))
+        cond.append(Run.identity == check_device(session, device))
     if trigger is not None:
         cond.append(Run.trigger == str(trigger))
     if state is not None:
@@ -270,43 +279,6 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
     return S.RunDetail(**_summary(session, run), device_info=run.device_info or {}, status_counts=counts,
                        result_list=results, notifications=run.notifications,
                        new_in_release=new.text() if new else None, new_architectures=new.architectures if new else [])
-
-
-def diff_runs(session: Session, a: str, b: str) -> S.ArchitectureDiff:
-    """Run a to run b by architecture, by the gate's rule (``compat.diff.diff_results``); a selection run b is
-    compared over its own selection."""
-    ra, rb = get_run_row(session, a), get_run_row(session, b)
-    va, vb = run_view(session, ra), run_view(session, rb)
-    only = selection_of(session, b)
-    keep = set(only) if only is not None else None
-    oa = {n: o for n, o in va.outcomes.items() if keep is None or n in keep}
-    ob = {n: o for n, o in vb.outcomes.items() if keep is None or n in keep}
-    diff = diff_results(run_records(session, a), run_records(session, b), baseline_run=a, current_run=b, only=only)
-    regressed, fixed = set(diff.regressed_architectures), set(diff.fixed_architectures)
-    by_arch: dict[str, set[str]] = {}
-    for c in (*diff.regressions, *diff.fixes):
-        by_arch.setdefault(c.architecture, set()).add(c.check)
-    ranks = {c.architecture: c.rank for c in va.catalog} | {c.architecture: c.rank for c in vb.catalog}
-    out = S.ArchitectureDiff(a=a, b=b, regressions=[], fixes=[], new=[], removed=[], changed=[],
-                    regressed_checks=len(diff.regressions), fixed_checks=len(diff.fixes),
-                    missing_checks=len(diff.missing))
-    for name in sorted(set(oa) | set(ob), key=lambda n: (ranks.get(n, 10**9), n)):
-        x, y = oa.get(name), ob.get(name)
-        before, after = (x.statuses if x else {}), (y.statuses if y else {})
-        changed = sorted(c for c in set(before) | set(after) if before.get(c) != after.get(c))
-        entry = S.DiffEntry(architecture=name, rank=ranks.get(name), before=before, after=after,
-                            changed_checks=changed)
-        if name in regressed:
-            out.regressions.append(entry)
-        elif name in fixed:
-            out.fixes.append(entry)
-        elif x is None:
-            out.new.append(entry)
-        elif y is None:
-            out.removed.append(entry)
-        elif changed:
-            out.changed.append(entry)
-    return out
 
 
 def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:

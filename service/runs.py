@@ -1,11 +1,15 @@
 """Which run a read is about: a device's latest and headline run, a run's baseline, its records and completeness;
 an architecture's latest results. The run-selection half of the read rules (docs/ARCHITECTURE.md, "Read rules"):
 
+- a device is its identity (``compat.identity``): name, profile and strict, e.g. ``neuron (trn2)``; a plain name
+  (``neuron``) names its default profile with the fallback on, or its only stored identity;
 - latest run of a device = its newest *finished* (complete or incomplete) non-submission run, per trigger and
   catalog scope; the headline = the latest *full* run (a selection run is shown as what it is, never the headline);
-- baseline of a run = the newest finished run before it on the same device, lane, trigger and catalog ranking; a
-  full run is compared with a full one, a selection run over its own selection. Headlines read the pinned lane
-  (``compat.results.PINNED_LANE``): a newest-Transformers lane run is its own identity, never a headline.
+  the flake guard's re-runs are never "latest": they belong to the run they re-ran;
+- baseline of a run = the newest finished run before it of the same identity, trigger and catalog ranking; a full
+  run is compared with a full one, a selection run over its own selection.
+  Headlines read the pinned lane (``compat.results.PINNED_LANE``); baselines stay within a lane: a
+  newest-Transformers lane run is its own identity, never a headline.
 
 Used by ``service.queries`` (the API's and the pages' reads) and by ``service.store`` (the CLI's and the gate's).
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
+from compat import identity
 from compat.results import PINNED_LANE, ResultRecord, Scope, Trigger, is_ranked, scope_label
 from compat.states import FINISHED_STATES
 from service.lifecycle import reap
@@ -25,8 +30,9 @@ from service.run_fields import provenance_of
 _ORDER = (Run.started.desc(), Run.id.desc())
 # compat.results.run_kind in SQL: a run of one submitted config, not of the catalog.
 IS_SUBMISSION = Run.trigger == str(Trigger.SUBMISSION)
-# A run every "latest" and "baseline" read may choose: finished (complete or incomplete) and not a submission.
-_FINISHED_SWEEP = (~IS_SUBMISSION, Run.state.in_(FINISHED_STATES))
+# A run every "latest" and "baseline" read may choose: finished (complete or incomplete), not a submission, not a
+# flake guard's re-run.
+_FINISHED_SWEEP = (~IS_SUBMISSION, Run.state.in_(FINISHED_STATES), Run.rerun_of.is_(None))
 FINISHED_SWEEP = _FINISHED_SWEEP  # the same run set for service.history's windows (any lane, any scope)
 
 
@@ -46,11 +52,11 @@ def run_scope_label(run: Run, size: int) -> str:
 def finished_sweeps(device: str | None = None, *, trigger: str | None = None,
                     scope: str | None = str(Scope.FULL), lane: str = PINNED_LANE) -> Select[tuple[Run]]:
     """The runs every "latest" read chooses from, newest first: finished (complete or incomplete), not a
-    submission, of ``lane`` (default the pinned one), on ``device`` (None: any), of ``trigger`` if given, of
-    ``scope`` (default full; None: any)."""
+    submission, of ``lane`` (default the pinned one), of the device identity ``device`` (None: any), of
+    ``trigger`` if given, of ``scope`` (default full; None: any)."""
     q = select(Run).where(*_FINISHED_SWEEP, Run.lane == lane)
     if device is not None:
-        q = q.where(Run.device == device)
+        q = q.where(Run.identity == device)
     if trigger is not None:
         q = q.where(Run.trigger == str(trigger))
     if scope is not None:
@@ -60,12 +66,17 @@ def finished_sweeps(device: str | None = None, *, trigger: str | None = None,
 
 def latest_run(session: Session, device: str, *, trigger: str | None = None,
                scope: str | None = str(Scope.FULL)) -> Run | None:
-    """The latest run of ``device``: the newest of ``finished_sweeps`` (default full: the headline run)."""
-    return session.scalars(finished_sweeps(device, trigger=trigger, scope=scope).limit(1)).first()
+    """The latest run of ``device`` (an identity, or a plain name: ``resolve_identity``): the newest of
+    ``finished_sweeps`` (default full: the headline run)."""
+    ident = resolve_identity(session, device)
+    if ident is None:
+        return None
+    return session.scalars(finished_sweeps(ident, trigger=trigger, scope=scope).limit(1)).first()
 
 
 def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -> Run | None:
-    """What ``run_id`` is compared with: the newest finished run started before it on the same device and lane, of
+    """What ``run_id`` is compared with: the newest finished run started before it of the same lane and device identity
+    (name, profile, strict: a trn3 run never against a trn2 one, a strict run never against a fallback one), of
     ``trigger`` (None: any but submission), with a catalog ranked alike (Hub vs registry); a full run's baseline is
     full, a selection run's may be either (it is compared over its selection). None for the first one."""
     run = session.get(Run, run_id)
@@ -73,7 +84,7 @@ def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -
         return None
     sources = [src for src, in session.execute(select(Run.catalog_source).distinct())
                if is_ranked(src) == is_ranked(run.catalog_source)]
-    q = (select(Run).where(*_FINISHED_SWEEP, Run.device == run.device, Run.id != run.id, Run.lane == run.lane,
+    q = (select(Run).where(*_FINISHED_SWEEP, Run.identity == run.identity, Run.id != run.id, Run.lane == run.lane,
                            Run.catalog_source.in_(sources),
                            (Run.started < run.started) | ((Run.started == run.started) & (Run.id < run.id))))
     if trigger is not None:
@@ -108,23 +119,48 @@ RULE_FIELDS = checked_fields(("architecture", "rank", "device", "check", "status
                               "fallback_ops"))
 
 
-def run_records(session: Session, run_id: str) -> list[ResultRecord]:
-    """A run's records with ``RULE_FIELDS`` read (the others at their defaults: no logs, metrics or errors)."""
-    rows = session.execute(select(*select_columns(RULE_FIELDS)).where(Result.run_id == run_id)).all()
+# What a diff reads: the rules' fields and the error (the new failures' signatures group by its first line).
+DIFF_FIELDS = checked_fields((*RULE_FIELDS, "error"))
+
+
+def run_records(session: Session, run_id: str, fields: tuple[str, ...] = RULE_FIELDS) -> list[ResultRecord]:
+    """A run's records with ``fields`` read (default ``RULE_FIELDS``; the others at their defaults: no logs,
+    metrics or errors)."""
+    rows = session.execute(select(*select_columns(fields)).where(Result.run_id == run_id)).all()
     # model_construct: the stored values were validated on the way in; re-validating thousands costs.
-    return [ResultRecord.model_construct(**from_columns(RULE_FIELDS, row)) for row in rows]
+    return [ResultRecord.model_construct(**from_columns(fields, row)) for row in rows]
 
 
 def check_device(session: Session, device: str) -> str:
-    """``device`` must have been measured: else NotFound naming the known ones (never a silent empty answer)."""
-    names = device_names(session)
-    if device not in names:
+    """The stored identity ``device`` names (``resolve_identity``); NotFound naming the known ones when it names
+    none (never a silent empty answer)."""
+    ident = resolve_identity(session, device)
+    if ident is None:
+        names = device_names(session)
         raise NotFound(f"device {device!r} has no runs; known devices: {', '.join(names) or 'none yet'}")
-    return device
+    return ident
+
+
+def resolve_identity(session: Session, device: str) -> str | None:
+    """``compat.identity.resolve`` over the stored identities: ``neuron (trn3)`` itself, ``neuron`` its default
+    profile's identity (``neuron (trn2)``) or its only one."""
+    return identity.resolve(device, device_names(session))
 
 
 def device_names(session: Session) -> list[str]:
-    return list(session.scalars(select(Device.name).order_by(Device.name)))
+    """Every stored device identity (``neuron (trn2)``, ``neuron (trn3, strict)``, ``cpu``), sorted."""
+    return sorted(session.scalars(select(Run.identity).distinct().where(Run.identity != "")))
+
+
+def device_row(session: Session, ident: str) -> Device | None:
+    """The device table's row of an identity's device (its description and versions, as last seen)."""
+    parsed = identity.parse(ident)
+    return session.get(Device, parsed.name) if parsed is not None else None
+
+
+def rerun_of(session: Session, run_id: str) -> str | None:
+    """The flake guard's re-run of ``run_id`` (the newest, should there be several); None when none was made."""
+    return session.scalar(select(Run.id).where(Run.rerun_of == run_id).order_by(*_ORDER).limit(1))
 
 
 def get_run_row(session: Session, run_id: str) -> Run:
@@ -136,12 +172,12 @@ def get_run_row(session: Session, run_id: str) -> Run:
 
 
 def latest_runs_of(session: Session, architecture: str, device: str | None = None) -> dict[str, str]:
-    """device -> the newest finished run that has results of ``architecture`` (any scope: a run of just this
-    architecture is its latest word; submission runs, which measure a submitter's own config, are not)."""
-    q = (select(Result.device, Result.run_id).join(Run, Run.id == Result.run_id)
+    """device identity -> the newest finished run that has results of ``architecture`` (any scope: a run of just
+    this architecture is its latest word; submission runs, which measure a submitter's own config, are not)."""
+    q = (select(Run.identity, Result.run_id).join(Run, Run.id == Result.run_id)
          .where(Result.architecture == architecture, *_FINISHED_SWEEP))
     if device is not None:
-        q = q.where(Result.device == device)
+        q = q.where(Run.identity == (resolve_identity(session, device) or device))
     newest: dict[str, str] = {}
     for dev, rid in session.execute(q.order_by(*_ORDER)):
         newest.setdefault(dev, rid)
@@ -149,10 +185,11 @@ def latest_runs_of(session: Session, architecture: str, device: str | None = Non
 
 
 def latest_results_in(session: Session, architecture: str, device: str | None = None) -> list[ResultRecord]:
-    """Results of ``architecture`` per device from its latest run there (``latest_runs_of``)."""
+    """Results of ``architecture`` per device identity from its latest run there (``latest_runs_of``); each
+    record's ``device`` is that identity (``neuron (trn2)``), so two profiles of one device are told apart."""
     out: list[ResultRecord] = []
-    for dev, rid in sorted(latest_runs_of(session, architecture, device).items()):
+    for ident, rid in sorted(latest_runs_of(session, architecture, device).items()):
         rows = session.scalars(select(Result).where(
-            Result.run_id == rid, Result.architecture == architecture, Result.device == dev).order_by(Result.id))
-        out.extend(row_to_record(r) for r in rows)
+            Result.run_id == rid, Result.architecture == architecture).order_by(Result.id))
+        out.extend(row_to_record(r).model_copy(update={"device": ident}) for r in rows)
     return out

@@ -66,6 +66,7 @@ class DeviceCoverage(BaseModel):
     native_percent: str = ""
     failing: int = 0
     profile: str | None = None
+    strict: bool = False  # no CPU fallback; ``device`` is the identity (compat.identity), e.g. "neuron (trn2)"
     per_check: list[CheckCoverage] = Field(default_factory=list)
     # The headline's range across the run's measured decisions (compat.decisions.headline_range); without any,
     # low = high = supported and ``range_text`` is the plain head. ``range_text`` is the one spelling: show it as is.
@@ -183,6 +184,13 @@ class RunSummary(BaseModel):
     supported: int
     end_reason: str | None = None  # why an interrupted run was interrupted
     lane: str = "pinned"  # compat.results.PINNED_LANE, or a newer library's lane: its own identity and baseline
+    # ``device`` is the identity (compat.identity: "neuron (trn2)"); ``device_name`` the torch device alone.
+    device_name: str = ""
+    profile: str | None = None
+    strict: bool = False
+    determinants: dict[str, str] = Field(default_factory=dict)  # compat.moved: what determines its results
+    rerun_of: str | None = None  # the run whose regressed keys this run re-ran (the flake guard)
+    rerun: str | None = None  # the flake guard's re-run of this run's regressed keys
 
 
 class RunPage(BaseModel):
@@ -237,6 +245,15 @@ class ArchitectureDiff(BaseModel):
     regressed_checks: int = 0
     fixed_checks: int = 0
     missing_checks: int = 0  # passed in a, no verdict or absent in b: never a regression
+    # compat.diff.RunDiff's own rows: what moved between a and b (above the regressions), the confirmed
+    # regressions and the flaky ones per check (a re-run in a fresh process passed: never gated on), and the new
+    # failures' signatures. ``rerun``: the flake guard's re-run of b (None: b's regressions were not re-run).
+    moved: list[dict[str, Any]] = Field(default_factory=list)
+    regressed: list[dict[str, Any]] = Field(default_factory=list)
+    flaky: list[dict[str, Any]] = Field(default_factory=list)
+    flaky_checks: int = 0
+    signatures: list[dict[str, Any]] = Field(default_factory=list)
+    rerun: str | None = None
 
 
 class Blocker(BaseModel):
@@ -324,12 +341,15 @@ class DeclaredCoverage(BaseModel):
 
 
 class DeviceOut(BaseModel):
-    name: str
+    name: str  # the identity (compat.identity), e.g. "neuron (trn2)": what ``device=`` takes
     simulated: bool
     description: str
     torch_version: str
     backend_version: str
     last_run_id: str | None = None
+    device: str = ""  # the torch device alone, e.g. "neuron"
+    profile: str | None = None
+    strict: bool = False
 
 
 class SubmissionCreated(BaseModel):

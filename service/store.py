@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from compat.chains import Chain
 from compat.decisions import DecisionEffect
+from compat.identity import identity_of
 from compat.lane import NewInRelease
 from compat.lifecycle import DEFAULT_SILENCE_S
 from compat.results import (
@@ -115,13 +116,16 @@ class Store:
             existing = s.get(Run, run.id)
             if existing is None:
                 prov = run.provenance
+                mode = run.determinants.get("mode")
+                ident = identity_of(dev.name, dev.details, None if mode is None else mode == "strict")
                 s.add(Run(
                     id=run.id, trigger=str(run.trigger), device=dev.name, catalog_source=run.catalog_source,
                     snapshot_id=run.snapshot_id, versions=run.versions, checks=[str(c) for c in run.checks],
                     device_info=dev.model_dump(mode="json"), started=run.started, finished=run.finished,
                     state=RunState.RUNNING.value, **provenance_columns(prov), scope=str(run.scope),
                     owner_host=this_host() if owned else None, owner_pid=os.getpid() if owned else None,
-                    heartbeat=now, lane=run.lane,
+                    heartbeat=now, identity=ident.label, profile=ident.profile, strict=ident.strict,
+                    determinants=dict(run.determinants) or None, rerun_of=run.rerun_of, lane=run.lane,
                 ))
                 s.flush()
             if run.trigger != Trigger.SUBMISSION:
@@ -228,7 +232,9 @@ class Store:
                            versions=run.versions or {}, catalog_source=run.catalog_source,
                            snapshot_id=run.snapshot_id, scope=Scope(run.scope or Scope.FULL),
                            checks=[Check(c) for c in run.checks or []], started=aware(run.started),
-                           provenance=Provenance() if run.submission_id else None, lane=run.lane or PINNED_LANE)
+                           provenance=Provenance() if run.submission_id else None,
+                           determinants=run.determinants or {}, rerun_of=run.rerun_of,
+                           lane=run.lane or PINNED_LANE)
             return info, sorted(planned), stored
 
     def run_state(self, run_id: str) -> tuple[str, int, int]:
@@ -265,6 +271,19 @@ class Store:
         with self.session() as s:
             run = runs.baseline_run(s, run_id, trigger=trigger)
             return run.id if run is not None else None
+
+    def determinants(self, run_id: str | None) -> dict[str, str] | None:
+        """What ``run_id`` recorded as determining its results (``compat.moved``); None when it recorded nothing."""
+        if run_id is None:
+            return None
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            return dict(run.determinants) if run is not None and run.determinants else None
+
+    def rerun_id(self, run_id: str) -> str | None:
+        """The flake guard's re-run of ``run_id`` (``runs.rerun_of``); None when its regressions were not re-run."""
+        with self.session() as s:
+            return runs.rerun_of(s, run_id)
 
     def selection(self, run_id: str) -> list[str] | None:
         """The architectures a selection run planned (a diff compares only those); None for a full run."""

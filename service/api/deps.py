@@ -30,6 +30,8 @@ QUEUE_FULL: dict[int | str, dict] = {
           "headers": {"Retry-After": {"description": "seconds until room is expected", "schema": {"type": "integer"}}}},
 }
 
+# Every 401 says how to get a token, where it is made (on the server's machine, against its database).
+TOKEN_HINT = ": create one with `compat token create NAME` and send it as `Authorization: Bearer TOKEN`"
 _bearer = HTTPBearer(auto_error=False, description="API token from `compat token create NAME`")
 
 
@@ -37,10 +39,10 @@ def require_token(creds: HTTPAuthorizationCredentials | None = Depends(_bearer),
                   session: Session = Depends(get_session)) -> str:
     """Name of the caller's token; 401 when missing or invalid."""
     if creds is None or creds.scheme.lower() != "bearer":
-        raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, f"missing bearer token{TOKEN_HINT}", headers={"WWW-Authenticate": "Bearer"})
     name = token_name(session, creds.credentials)
     if name is None:
-        raise HTTPException(401, "invalid or revoked token", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, f"invalid or revoked token{TOKEN_HINT}", headers={"WWW-Authenticate": "Bearer"})
     return name
 
 

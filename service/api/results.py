@@ -19,7 +19,10 @@ from service.deps import get_session
 router = APIRouter(dependencies=[Depends(reject_unknown_query)], responses=READ_ERRORS)
 
 NAME = r"^[A-Za-z0-9_.\-]+$"  # device names, run ids, class names: no control chars or spaces
-Device = Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME, description="device name")]
+# A device name, or its identity with profile and/or strict (compat.identity): "neuron (trn3)", "neuron (trn2, strict)".
+DEVICE = r"^[A-Za-z0-9_.:\-]+(?: \((?:[A-Za-z0-9_.\-]+(?:, strict)?|strict)\))?$"
+Device = Annotated[str | None, Query(min_length=1, max_length=96, pattern=DEVICE,
+                                     description="device name, or identity: 'neuron (trn3)'")]
 RunId = Annotated[str | None, Query(min_length=1, max_length=64, pattern=NAME, description="run id")]
 TopN = Annotated[int | None, Query(ge=1, le=100_000, description="only the N best-ranked architectures")]
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
@@ -35,7 +38,7 @@ def coverage(session: SessionDep, device: Device = None, run_id: RunId = None, t
 
 @router.get("/coverage/history", response_model=S.CoverageHistory, summary="Supported/total of every run of a device")
 def coverage_history(session: SessionDep,
-                     device: Annotated[str, Query(min_length=1, max_length=64, pattern=NAME)]) -> S.CoverageHistory:
+                     device: Annotated[str, Query(min_length=1, max_length=96, pattern=DEVICE)]) -> S.CoverageHistory:
     return queries.coverage_history(session, device)
 
 

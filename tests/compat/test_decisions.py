@@ -69,3 +69,16 @@ def test_whatif_answers_measured_settings_and_refuses_to_guess_the_rest():
     assert "now supported: M" in text
     found, text = whatif({"a": "x"}, 10, 20, [both])
     assert found is None and text.startswith("not measured: a=x") and "compat sweep --switch a=x" in text
+
+
+def test_whatif_says_no_change_as_such_and_how_it_was_measured_in_plain_words():
+    # Issue 30: "0 (was 125)" read as a drop to zero, and "measured by re-judged" is not a phrase.
+    still = effect_of({"argmax_device": "native"}, "argmax on the device", "low", [], "traces",
+                      {"M": "supported_with_fallback"}, {"M": "supported_with_fallback"}, ["M"])
+    _, text = whatif({"argmax_device": "native"}, 125, 181, [still])
+    assert text == ("argmax_device=native: 125 (69.1%) out of the box, unchanged; native unchanged; re-judged from "
+                    "the stored CPU fallback ops of 1 architecture")
+    rerun = effect_of({"a": "x"}, "a", "low", [], "rerun", {"M": "failing", "N": "failing"},
+                      {"M": "supported", "N": "failing"}, ["M", "N"])
+    _, text = whatif({"a": "x"}, 10, 20, [rerun])
+    assert "measured by re-running the 2 affected architectures" in text and "measured by re-judged" not in text

@@ -5,9 +5,12 @@ Shaped like a real sweep: catalog in Hub-rank order, four checks, blocked ops, a
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from compat.decisions import DecisionEffect, effect_of
 from compat.results import (
     DEFAULT_CHECKS,
     ArchitectureEntry,
@@ -40,6 +43,14 @@ CATALOG: list[tuple[str, str, str]] = [
 ]
 HISTC = "aten::histc (Long)"
 CUMSUM = "aten::_cumsum (BFloat16)"
+# The error a MoE router's histc raises, several lines long as real ones are (shown once per architecture).
+HISTC_ERROR = ("NotImplementedError: 'aten::histc' is not implemented for 'Long' on neuron.\n"
+               "The operator is not in the device's op table for this dtype (profile trn2).\n"
+               "Inputs: (Long[64]) bins=8 min=0 max=7.\n"
+               "Set NEURON_CPU_FALLBACK=1 to run it on the CPU instead.\n"
+               "Reproduce: compat repro MixtralForCausalLM --device neuron\n"
+               "See the architecture's captured log for the full trace.")
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -63,8 +74,7 @@ def _neuron_outcomes(night: int) -> dict[tuple[str, Check], Outcome]:
     out: dict[tuple[str, Check], Outcome] = _remote_code_skips()
     for check in (Check.FORWARD, Check.GENERATE, Check.TRAIN):
         for arch in ("MixtralForCausalLM", "Qwen2MoeForCausalLM"):
-            out[(arch, check)] = Outcome(Status.UNSUPPORTED_OP, HISTC,
-                                         "NotImplementedError: 'aten::histc' is not implemented for 'Long' on neuron")
+            out[(arch, check)] = Outcome(Status.UNSUPPORTED_OP, HISTC, HISTC_ERROR)
     out[("MambaForCausalLM", Check.FORWARD)] = Outcome(Status.UNSUPPORTED_DTYPE, CUMSUM,
                                                        "RuntimeError: _cumsum not implemented for BFloat16")
     out[("MambaForCausalLM", Check.GENERATE)] = Outcome(Status.SKIPPED, reason="forward failed")
@@ -89,6 +99,10 @@ def _record(arch: str, rank: int, device: str, check: Check, outcome: Outcome | 
         metrics={"max_abs_diff": 0.0 if status == Status.PASS else 0.031, "tokens_per_s": 41.5 + rank},
         blocking_op=outcome.blocking_op if outcome else None, error=err,
         reason=outcome.reason if outcome else None, duration_s=0.4 + rank / 10,
+        # Greedy generate's argmax runs on the CPU fallback on neuron (as on the real trn2 profile): supported
+        # with CPU fallback, not natively.
+        fallback_ops=["aten::argmax (Long)"] if (arch, device, check, status) == (
+            "LlamaForCausalLM", "neuron", Check.GENERATE, Status.PASS) else [],
         peak_mem_mb=120.0 + rank, repro=f"compat repro {arch} --device {device} --check {check}",
         log=f"[{run_id[:8]}] {arch} {check} on {device}: {status}\n",
     )
@@ -118,6 +132,31 @@ def seed_sweep(store, now: datetime | None = None) -> dict[str, str]:  # noqa: A
         store.add_op_traces(run.id, [OpTrace(architecture=a.name, ops=["aten::mm (Float)", HISTC]
                                              if "Mixtral" in a.name or "Moe" in a.name else ["aten::mm (Float)"])
                                      for a in catalog])
+        if key == "neuron_latest":
+            store.set_decisions(run.id, _decisions())
         store.finish_run(run.id)
         ids[key] = run.id
     return ids
+
+
+def _decisions() -> list[DecisionEffect]:
+    """The latest neuron run's measured decisions, with the real trn2 profile's switch subjects and sources (their
+    free-text refs, one with a note after its URL, as the overview must render them)."""
+    profile = json.loads((REPO / "neuron_backend" / "profiles" / "trn2.json").read_text())
+    refs = {k: v["ref"] for k, v in profile["sources"].items()}
+    by_id = {sw["id"]: sw for sw in profile["switches"]}
+    moe = {"MixtralForCausalLM": "failing", "Qwen2MoeForCausalLM": "failing"}
+    plans = [  # (switch, option, measured_by, verdicts under the option)
+        ("integer_sort_topk", "runs", "rerun", {"MixtralForCausalLM": "failing", "Qwen2MoeForCausalLM": "failing"}),
+        ("grouped_mm_preconditions", "not_enforced", "rerun", moe),
+        ("complex_eager", "raises", "rerun", {"Phi3ForCausalLM": "failing"}),
+        ("argmax_device", "native", "traces", {"LlamaForCausalLM": "supported"}),
+    ]
+    base = {**moe, "Phi3ForCausalLM": "failing", "LlamaForCausalLM": "supported_with_fallback"}
+    out = [effect_of({sid: option}, by_id[sid]["subject"], by_id[sid]["confidence"],
+                     [refs[k] for k in by_id[sid]["options"][option]["sources"]], how, base, under, sorted(under))
+           for sid, option, how, under in plans]
+    out.append(effect_of({"integer_sort_topk": "runs", "grouped_mm_preconditions": "not_enforced"},
+                         " + ".join(by_id[s]["subject"] for s in ("integer_sort_topk", "grouped_mm_preconditions")),
+                         "low", [], "rerun", base, {a: "supported_with_fallback" for a in moe}, sorted(moe)))
+    return out

@@ -135,6 +135,12 @@ class FakeRunStore(FakeRuns):
     def selection(self, run_id):
         return None
 
+    def determinants(self, run_id):
+        return None  # recorded nothing: nothing moved
+
+    def rerun_id(self, run_id):
+        return None  # no flake-guard re-run: every regression counts
+
 
 def test_regression_gate_exit_code():
     ok = [rec("A", Check.LOAD, Status.PASS)]

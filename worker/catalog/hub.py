@@ -13,8 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
 
+import httpx2  # huggingface_hub 2.x's HTTP client (get_session); its errors are its own, not httpx's
 import transformers
 from huggingface_hub import HfApi, constants
+from huggingface_hub.errors import OfflineModeIsEnabled
 from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
 from compat.native import CodeVerdict, registry_of, remote_code_verdict
@@ -94,15 +96,27 @@ def fetch_config(model_id: str, *, endpoint: str, revision: str = "main", timeou
     url = f"{endpoint.rstrip('/')}/{model_id}/resolve/{quote(revision, safe='')}/config.json"
     chunks: list[bytes] = []
     size = 0
-    with get_session().stream("GET", url, headers=build_hf_headers(), timeout=timeout,
-                              follow_redirects=True) as response:
-        hf_raise_for_status(response)
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > MAX_CONFIG_BYTES:
-                raise HubError(f"{model_id}: config.json is over {MAX_CONFIG_BYTES} bytes")
-            chunks.append(chunk)
+    try:
+        with get_session().stream("GET", url, headers=build_hf_headers(), timeout=timeout,
+                                  follow_redirects=True) as response:
+            hf_raise_for_status(response)
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_CONFIG_BYTES:
+                    raise HubError(f"{model_id}: config.json is over {MAX_CONFIG_BYTES} bytes")
+                chunks.append(chunk)
+    except (httpx2.TransportError, OfflineModeIsEnabled) as exc:
+        # Offline, DNS ("Name or service not known"), refused, timed out: the Hub was not reached, said so.
+        raise HubError(unreachable(model_id, endpoint, exc)) from None
     return validate_config(b"".join(chunks), model_id)
+
+
+def unreachable(model_id: str, endpoint: str, exc: BaseException) -> str:
+    """Why a Hub id's config.json could not be read when the Hub itself could not be reached, and what to do."""
+    why = "HF_HUB_OFFLINE is set" if isinstance(exc, OfflineModeIsEnabled) else (
+        f"{type(exc).__name__}: {str(exc)[:120]}" if str(exc) else type(exc).__name__)
+    return (f"{model_id}: cannot reach the Hub at {endpoint} to read its config.json ({why}); upload the model's "
+            "config.json instead, or set HF_ENDPOINT to a Hub this server can reach")
 
 
 def list_text_generation(limit: int, *, endpoint: str) -> list[tuple[str, int]]:

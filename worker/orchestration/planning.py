@@ -15,15 +15,18 @@ from compat.settings import Settings, get_settings
 from worker.catalog.catalog import CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration.executors import SweepPlan
+from worker.run.determinants import run_determinants
 from worker.run.devices import Device, device_versions, resolve_device
 
 
 def make_plan(entries: list[ArchitectureEntry], device: Device, checks: list[Check], *, trigger: Trigger,
               database_url: str, workdir: Path, seed: int = 0, catalog_source: str = "registry",
-              snapshot_id: str | None = None, scope: Scope = Scope.FULL) -> SweepPlan:
-    """A plan whose run carries the device's identity and versions, as the in-process sweep records them."""
+              snapshot_id: str | None = None, scope: Scope = Scope.FULL, rerun_of: str | None = None) -> SweepPlan:
+    """A plan whose run carries the device's identity, versions and determinants, as the in-process sweep records
+    them (the workers are expected to match: they are the cluster's, configured alike)."""
     run = RunInfo(trigger=trigger, device=device.info, versions=device_versions(device),
                   catalog_source=catalog_source, snapshot_id=snapshot_id, scope=scope, checks=list(checks),
+                  determinants=run_determinants(device), rerun_of=rerun_of,
                   lane=get_settings().lane)
     return SweepPlan(run=run, entries=entries, checks=list(checks), database_url=database_url, workdir=workdir,
                      seed=seed)

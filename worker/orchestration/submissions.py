@@ -26,7 +26,7 @@ from compat.settings import get_settings
 from compat.states import SubmissionState
 from service.store import Store
 from service.submissions import HUB_CONFIG_NOTE
-from worker.catalog.hub import code_verdict, fetch_config, resolve_endpoint
+from worker.catalog.hub import HubError, code_verdict, fetch_config, resolve_endpoint
 from worker.orchestration.celery_app import SUBMISSION_TASK, client_app
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,10 @@ def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
             return SubmissionState.FAILED
         store.set_submission_state(submission_id, SubmissionState.DONE, run_id=report.run.id)
         return SubmissionState.DONE
+    except HubError as e:  # an expected refusal (Hub unreachable, bad config): one log line, no traceback
+        log.warning("submission %s failed: %s", submission_id, e)
+        store.set_submission_state(submission_id, SubmissionState.FAILED, error=str(e))
+        return SubmissionState.FAILED
     except Exception as e:  # the submitter sees why in GET /submissions/{id}
         log.exception("submission %s failed", submission_id)
         store.set_submission_state(submission_id, SubmissionState.FAILED, error=f"{type(e).__name__}: {e}")

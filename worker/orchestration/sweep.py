@@ -43,6 +43,7 @@ from worker.orchestration.executors import (
     resolve_runner,
 )
 from worker.run.capture import attach_log
+from worker.run.determinants import run_determinants
 from worker.run.devices import Device, device_versions
 from worker.run.pool import Outcome, Pool, Task, check_memory_limit
 from worker.run.runner import ARCH_THREADS, ReproFn, repro_command, run_architecture, submission_repro
@@ -152,13 +153,14 @@ def run_sweep(
     provenance: Provenance | None = None,
     scope: Scope | str = Scope.FULL,
     resume: tuple[RunInfo, set[tuple[str, str, str]]] | None = None,
+    rerun_of: str | None = None,
 ) -> Report:
     """Run every entry on ``device``; ``jobs=0`` runs in this process (no isolation; for debugging).
     ``provenance`` (submission runs) says which submitted id, revision and config the run measured; ``scope``
     whether ``entries`` is the whole catalog or a selection (a submission run's scope is always ``submission``, and
     its reproducers rebuild the submitted config). ``resume`` = (the run, its stored keys) from
     ``Store.resume_run``: that run goes on; architectures with every key stored are not run again, and no stored
-    key is written again."""
+    key is written again. ``rerun_of``: this run re-runs that run's regressed keys (the flake guard)."""
     settings = get_settings()
     entries = list(entries)
     if jobs > 0 and any(not e.remote_code for e in entries):
@@ -173,6 +175,7 @@ def run_sweep(
         run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
                       catalog_source=catalog_source, snapshot_id=snapshot_id,
                       scope=Scope.SUBMISSION if submitted else Scope(scope), checks=order, provenance=provenance,
+                      determinants=run_determinants(device), rerun_of=rerun_of,
                       lane=settings.lane)
     sub_id = run.provenance.submission_id if run.provenance is not None else None
     repro = submission_repro(sub_id) if run.trigger == Trigger.SUBMISSION and sub_id is not None else repro_command
@@ -223,6 +226,30 @@ def run_sweep(
             report.run.state = RunState.COMPLETE if report.run.missing == 0 else RunState.INCOMPLETE
         if json_path is not None:
             write_report(report, json_path)
+    return report
+
+
+def run_isolated(work: list[tuple[ArchitectureEntry, list[Check]]], device: Device, run: RunInfo, store: ResultSink,
+                 *, seed: int | None = None, progress: Progress | None = None) -> Report:
+    """Run each architecture's own checks in a fresh process of its own (a new one-worker pool per architecture:
+    nothing an earlier architecture left in a process can touch it), as one stored run ``run``, started and closed
+    here. The flake guard's re-run (``worker/orchestration/flake_guard.py``)."""
+    settings = get_settings()
+    seed = settings.seed if seed is None else seed
+    report = Report(run=run, architectures=[e for e, _ in work])
+    planned = [(e.name, device.name, str(c)) for e, checks in work for c in checks]
+    run_id = store.start_run(run, report.architectures, planned)
+    col = _Collector(report, store, run_id, None)
+    try:
+        with heartbeat(store, run_id):
+            for entry, checks in work:
+                order = [c for c in RUN_ORDER if c in {Check(c) for c in checks}]
+                _run_pool([entry], device, order, seed, 1, col, progress, settings.arch_timeout_s,
+                          settings.arch_memory_mb)
+    finally:
+        report.run.finished = datetime.now(UTC)
+        store.finish_run(run_id)
+        report.run.state, _planned, report.run.missing = store.run_state(run_id)
     return report
 
 

@@ -1,7 +1,9 @@
 """A stand-in for worker.run.runner.run_on (COMPAT_RUN_HOOK=fake_runner:run) whose verdicts come from a JSON plan.
 
 FAKE_RUNNER_PLAN names a file {"marker_dir": ..., "archs": {name: {"sleep_s": s, "<check>": [status, op, fallback]}}}
-(fallback: the ops the check ran on the CPU, optional); a check not named passes. Records stream through ``emit`` as the real runner's do, so the sweep stores each one as it is
+(fallback: the ops the check ran on the CPU, optional); a check not named passes. ``"once": {"<check>": [...]}``
+applies only to the architecture's first execution in ``marker_dir`` (a failure that passes when run again: the
+flake guard's case). Records stream through ``emit`` as the real runner's do, so the sweep stores each one as it is
 judged. Every execution leaves a marker file ``<arch>.<pid>.<execution>`` the test can count. No torch.
 """
 
@@ -33,11 +35,12 @@ def run(entry: ArchitectureEntry, device: str, checks: list[Check], *, seed: int
     execution = uuid.uuid4().hex[:8]
     markers = Path(plan["marker_dir"])
     markers.mkdir(parents=True, exist_ok=True)
+    first = executions(markers, entry.name) == 0
     (markers / f"{entry.name}.{os.getpid()}.{execution}").write_text(str(os.getpid()))
     time.sleep(float(spec.get("sleep_s", 0.0)))
     out = []
     for c in checks:
-        status, op, *fallback = spec.get(str(c), ["pass", None])
+        status, op, *fallback = (spec.get("once", {}) if first else {}).get(str(c)) or spec.get(str(c), ["pass", None])
         rec = ResultRecord(architecture=entry.name, rank=entry.rank, device=device, check=Check(c),
                            status=Status(status), blocking_op=op, fallback_ops=fallback[0] if fallback else [],
                            metrics={"execution": execution,

@@ -77,8 +77,12 @@ def test_flipping_a_switch_moves_the_stored_figure_by_what_a_real_rerun_gives(en
         page = client.get("/").text
     assert cov["run_id"] == base.run.id and cov["range_text"] == headline
     assert (cov["range_low"], cov["range_high"]) == (1, 2)
-    shown = re.search(r'data-metric="range">([^<]+)<', page).group(1)
-    assert html.unescape(shown).strip() == headline
+    # The overview sets the range on its own line ("1–2 depending on 4 modelling decisions", issue 30) and keeps the
+    # one spelling whole in that line's tooltip.
+    shown = re.search(r'data-metric="range" title="([^"]+)"><strong[^>]*>([^<]+)</strong> depending on <a[^>]*>([^<]+)<',
+                      page)
+    assert html.unescape(shown.group(1)) == headline
+    assert (shown.group(2), shown.group(3)) == ("1–2", "4 modelling decisions")
 
     # Blocker chains (issue 30), measured by the same sweep: the MoE re-run with integer sort on the CPU fallback stops
     # at _grouped_mm, and passes with both there; only the pair unlocks it, as the decisions measured below say.
