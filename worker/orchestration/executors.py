@@ -29,7 +29,6 @@ from compat.results import (
     failure_records,
 )
 from compat.settings import get_settings
-from worker.orchestration import notify
 from worker.orchestration.celery_app import RUN_ARCHITECTURE_TASK
 from worker.run.capture import attach_log, captured_output
 
@@ -173,7 +172,6 @@ def finalize(store: Any, run_id: str, device: str, trigger: str) -> RunOutcome:
                         only=store.selection(run_id))
     for change in diff.regressions:
         log.warning("regression in run %s: %s", run_id, change.line())
-    notify.deliver(store, diff)  # once per run (claimed in the store); off unless configured
     return RunOutcome(run_id=run_id, state=state, diff=diff, results=current)
 
 
