@@ -82,6 +82,20 @@ def test_a_regression_posts_once_and_a_repeat_run_does_not(env: Path, monkeypatc
         assert len(capture.requests) == 1
 
 
+def test_a_flaky_regression_sends_nothing(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failing once, passing on the flake guard's re-run in a fresh process: flaky, not confirmed, no POST."""
+    capture = Capture()
+    with serving(CaptureHandler, capture) as base:
+        _configure(monkeypatch, notify_webhook=f"{base}/hook/{HOOK_SECRET}")
+        assert _sweep(env, {})[0] == 0
+        write_plan(env / "plan.json", env / "markers-2", {ARCH: {"once": BROKEN}})  # fails on its first run only
+        res = runner.invoke(app, ["sweep", "--device", "cpu", "--jobs", "0", "--source", "registry", "--arch", ARCH,
+                                  *GATE])
+        assert res.exit_code == 0, res.output
+        assert "notifications: webhook nothing_to_send" in res.output
+    assert capture.requests == []
+
+
 @pytest.mark.parametrize("endpoint", ["down", "slow"])
 def test_a_bad_endpoint_never_fails_the_run_and_is_recorded(env: Path, monkeypatch: pytest.MonkeyPatch,
                                                             caplog: pytest.LogCaptureFixture, endpoint: str) -> None:
