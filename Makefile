@@ -8,7 +8,7 @@ PORT ?= 8000
 JOBS ?=
 SWEEP_ARGS ?=
 
-.PHONY: install run sweep serve test lint bench browser-deps clean
+.PHONY: install run sweep models serve test lint bench browser-deps clean
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH"; exit 1; }
@@ -38,6 +38,10 @@ run: $(STAMP)
 
 sweep: $(STAMP)
 	$(BIN)/compat sweep $(if $(JOBS),--jobs $(JOBS)) $(SWEEP_ARGS)
+
+# Per-model verdicts and real-size plans over the shipped corpus (issue 33): `compat lookup ORG/NAME` then answers.
+models: $(STAMP)
+	$(BIN)/compat sweep --models $(if $(JOBS),--jobs $(JOBS))
 
 serve: $(STAMP)
 	$(BIN)/compat serve --from-make --host $(HOST) --port $(PORT)

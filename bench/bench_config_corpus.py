@@ -1,5 +1,5 @@
 """The CPU self-check (load, forward, generate, train) of every native causal-LM config of the real corpus
-(tests/data/configs), plus the synthetic NaN/Infinity one: per config its verdict and time, then the totals.
+(worker/catalog/corpus), plus the synthetic NaN/Infinity one: per config its verdict and time, then the totals.
 
     .venv/bin/python bench/bench_config_corpus.py [--only name.json ...]
 
@@ -30,7 +30,7 @@ from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Status  # noqa: E4
 from worker.run.devices import resolve_device  # noqa: E402
 from worker.run.runner import run_architecture  # noqa: E402
 
-CORPUS = ROOT / "tests" / "data" / "configs"
+CORPUS = ROOT / "worker" / "catalog" / "corpus"
 SYNTHETIC = ROOT / "tests" / "data" / "synthetic_configs" / "nemotron_h_nonfinite.json"
 
 

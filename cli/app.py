@@ -65,6 +65,13 @@ def _reads() -> ModuleType:
     return reads
 
 
+def _lookup() -> ModuleType:
+    # Imported when `compat lookup` runs: the store only (no torch, none of the other reads), under a second.
+    from cli import lookup
+
+    return lookup
+
+
 def _web() -> ModuleType:
     # Imported when `compat serve` runs: `compat --help` and bad input answer without FastAPI and uvicorn.
     from cli import serve
@@ -107,6 +114,11 @@ def sweep(
     measure_chains: bool = typer.Option(True, "--chains/--no-chains",
                                         help="measure blocker chains: re-run each architecture failing at an op "
                                              "with it on the CPU fallback (simulated neuron; compat blockers)"),
+    models: bool = typer.Option(False, "--models", help="judge each model of the shipped corpus with its own "
+                                "config (one run per distinct tiny config) and plan it at real size"),
+    model: list[str] = typer.Option(None, "--model", help="with --models: only these model ids (repeatable)"),
+    tokens: int = typer.Option(4096, "--tokens", min=1, help="with --models: context the KV-cache plan holds"),
+    batch: int = typer.Option(1, "--batch", min=1, help="with --models: sequences the KV-cache plan holds"),
 ) -> None:
     """Run the compatibility sweep and print the coverage table."""
     _check_distributed_options(trigger, broker, baseline, fail_on_regression, store)
@@ -116,6 +128,15 @@ def sweep(
                        "workers instead of --broker --strict")
         # Read by neuron_backend when it loads, in this process and in every pool worker it starts (they inherit it).
         os.environ["NEURON_CPU_FALLBACK"] = "0"
+    if models or model:
+        if arch or limit or source or broker or baseline or resume or switch or json_path:
+            raise fail("--models sweeps the corpus's models: drop --arch/--limit/--source/--broker/--baseline/"
+                       "--resume/--switch/--json")
+        dev = validate.harness_device(device)
+        n_jobs = get_settings().jobs if jobs is None else jobs
+        _harness().model_commands.run(device=dev, models=model, checks=parse_checks(checks), jobs=n_jobs,
+                                      store=store, tokens=tokens, batch=batch)
+        return
     settings = get_settings()
     if resume is not None:
         if arch or limit or checks or source or device or broker:
@@ -169,6 +190,38 @@ def show(
     """Show the latest results of one architecture."""
     device = validate.stored_device(device) if device else None
     _reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
+
+
+@app.command()
+def lookup(
+    model_id: str = typer.Argument(None, help="ORG/NAME, as on the Hub"),
+    as_json: bool = typer.Option(False, "--json", help="the API's JSON answer"),
+    device: str = typer.Option(None, "--device", "-d", help="the device judged on (default: the newest)"),
+    list_all: bool = typer.Option(False, "--list", help="the per-model headline and every stored model"),
+    hub: bool = typer.Option(False, "--hub", help="a model not stored: read its config.json from the Hub "
+                             "(HF_ENDPOINT): its architecture's verdict, what differs, a plan"),
+) -> None:
+    """A model's verdict, checks and real-size plan, from the store (after `compat sweep --models`)."""
+    if hub and model_id:
+        _harness().model_commands.lookup_hub(model_id=model_id, device=device, as_json=as_json, endpoint=None)
+        return
+    if list_all:
+        _lookup().list_models(device)
+        return
+    if not model_id:
+        raise fail("name a model (ORG/NAME), or --list")
+    _lookup().lookup(model_id, device=device, as_json=as_json)
+
+
+@app.command()
+def publish(
+    repo: str = typer.Option(..., "--repo", help="the Hub dataset, ORG/NAME"),
+    endpoint: str = typer.Option(None, "--endpoint", help="Hub endpoint (default: HF_ENDPOINT)"),
+    token: str = typer.Option(None, "--token", envvar="HF_TOKEN", help="a Hub write token (default: HF_TOKEN)"),
+    device: str = typer.Option(None, "--device", "-d", help="the device's tables (default: the newest)"),
+) -> None:
+    """Publish the per-model and per-architecture tables as a Hub dataset (parquet and a dataset card)."""
+    _harness().publish_commands.publish(repo=repo, endpoint=endpoint, token=token, device=device)
 
 
 @app.command()
@@ -228,8 +281,15 @@ def catalog_refresh(
     limit: int = typer.Option(None, "--limit", min=1, help="models to list (default: settings hub_limit)"),
     out: Path = typer.Option(None, "--out", help="snapshot path (default: settings snapshot path)"),
     endpoint: str = typer.Option(None, "--endpoint", help="Hub endpoint (default: HF_ENDPOINT)"),
+    models: bool = typer.Option(False, "--models", help="also the per-model snapshot: transformers models by "
+                                "downloads and by trending, each config read at its commit sha"),
+    models_out: Path = typer.Option(None, "--models-out", help="per-model snapshot path (default: beside the "
+                                    "snapshot, models-snapshot.json)"),
 ) -> None:
     """List the Hub's text-generation models and save the ranked snapshot file."""
+    if models:
+        _harness().model_commands.refresh(limit=limit, out=out, models_out=models_out, endpoint=endpoint)
+        return
     _harness().catalog_refresh(limit=limit, out=out, endpoint=endpoint)
 
 

@@ -27,6 +27,7 @@ from compat.settings import get_settings
 # command resolves right after anyway (and a real torch-neuronx, when installed, keeps precedence).
 from neuron_backend import observations as evidence_file
 from worker.catalog.catalog import registry_entries
+from worker.catalog.corpus_models import CORPUS_DIR
 from worker.judge.calibration import (
     Agreement,
     Comparison,
@@ -42,9 +43,8 @@ from worker.run.devices import Device, DeviceError, device_versions, resolve_dev
 from worker.run.pool import MemoryLimitTooLow, check_memory_limit
 
 REPORT_VERSION = 1
-# The real config.json corpus (tests/data/configs, with index.json naming each file's Hub id): a source checkout
-# has it; without it every class is judged on its config class defaults, and the rows say so.
-CORPUS_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "configs"
+# The real config.json corpus (shipped product data, worker/catalog/corpus, with index.json naming each file's Hub
+# id); were it missing, every class would be judged on its config class defaults, and the rows would say so.
 NOTES_PATH = evidence_file.DEFAULT_PATH.with_name("calibration_notes.json")
 AGREES = {True: "yes", False: "NO", None: "not counted"}
 SHOWN_FALLBACK = 3  # ops a passing row names from its CPU fallback (the JSON has them all)
@@ -133,7 +133,9 @@ def calibrate(*, device: str, limit: int | None, arch: list[str] | None, json_pa
     configs = real_configs(evidence)
     targets, grouped = plan(evidence, configs, arch or (), limit)
     pairs = [(w, m) for (w, m), c in WORK_CHECKS.items() if c != Check.COMPILE or compile_check]
-    wanted = {WORK_CHECKS[p] for p in pairs if any(r.work == p[0] and r.mode == p[1]
+    # Only unpatched runs are compared (Observation.outcome_for's default): a check only patched runs ask for
+    # (the GRPO train run of Qwen3-8B) would run on every architecture and count nowhere.
+    wanted = {WORK_CHECKS[p] for p in pairs if any(r.work == p[0] and r.mode == p[1] and not r.patched
                                                    for obs in grouped.values() for o in obs for r in o.runs)}
     checks = [c for c in RUN_ORDER if c == Check.LOAD or c in wanted]
     entries = entries_for(targets, configs)

@@ -10,6 +10,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from cli import models as model_commands  # noqa: F401  (`compat sweep --models`, run through this module)
+from cli import publish as publish_commands  # noqa: F401  (`compat publish`, run through this module)
 from cli.console import console, fail
 from cli.progress import arch_note, fetch_progress, reporter
 from cli.tables import coverage_table

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -149,7 +150,9 @@ def profile_names() -> list[str]:
 def neuron_profile(device_name: str) -> None:
     """``NEURON_PROFILE`` must name a shipped profile when the simulated ``neuron`` device will be used (a real
     torch-neuronx, when installed, takes precedence and ignores it)."""
-    if device_type(device_name) != "neuron" or importlib.util.find_spec("torch_neuronx") is not None:
+    real = importlib.util.find_spec("torch_neuronx") is not None and not getattr(
+        sys.modules.get("torch_neuronx"), "SIMULATED", False)  # the autoloaded simulation's stand-in is not real
+    if device_type(device_name) != "neuron" or real:
         return
     # Read like neuron_backend/config.py reads it: default trn2, surrounding blanks ignored.
     wanted = os.environ.get("NEURON_PROFILE", "trn2").strip()

@@ -28,6 +28,7 @@ NAV: tuple[tuple[str, str], ...] = (
     ("/matrix", "Matrix"),
     ("/blockers", "Op blockers"),
     ("/runs", "Runs"),
+    ("/models", "Models"),
     ("/submit", "Submit a model"),
 )
 

@@ -24,10 +24,11 @@ from dashboards import matrix as mx
 from dashboards.cache import PAGE_CACHE
 from dashboards.changes import changed_cells, history_changes, latest_changes
 from dashboards.charts import Series, legend_items, line_chart
+from dashboards.model_views import router as model_router
 from dashboards.run_views import router as run_router
 from dashboards.submit_views import router as submit_router
 from dashboards.templating import not_found, refused, render
-from service import queries
+from service import model_queries, queries
 from service.deps import app_settings, get_session
 
 router = APIRouter(include_in_schema=False)
@@ -86,7 +87,14 @@ def _overview_data(session: Session, top_n: int, lead_device: str) -> dict:
         "running": running, "diffs": diffs,
         "chart": line_chart(series, labels, title="Supported architectures per run"),
         "chart_legend": legend_items(series),
+        "model_headline": _model_headline(session),
     }
+
+
+def _model_headline(session: Session) -> str | None:
+    """The per-model headline (``service.model_queries.headline``: the CLI's and the API's words), if any."""
+    head = model_queries.headline(session)
+    return head.text() if head else None
 
 
 def _history_series(histories: list) -> tuple[list[str], list[Series]]:
@@ -196,3 +204,4 @@ def blockers(request: Request, session: Session = Depends(get_session)) -> HTMLR
 
 router.include_router(run_router)
 router.include_router(submit_router)
+router.include_router(model_router)

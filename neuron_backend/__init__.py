@@ -22,8 +22,15 @@ to the base is not seen through them (numerics.materialize says why). An error m
 the engine's device thread (strict mode, CopySlices' new_empty_strided) is raised by the next device op, not at the
 op: raising there aborts the process under PyTorch's Python device guard (deferred.py).
 Transformers: ``device_map="neuron"``, ``.to("neuron")``, generate and training need no hook. ``device_map="auto"``
-is deliberately not switched on: Transformers/Accelerate pick Neuron only when ``find_spec("torch_neuronx")``
-succeeds, and faking that module would also switch on Trainer's Neuron defaults and shadow a real install.
+does not pick the device, here or on real Trainium: accelerate 1.15.0 ``utils/modeling.py:757 get_max_memory``, which
+``"auto"`` sizes devices with, counts CUDA, MLU, SDAA, MUSA, NPU, HPU and XPU devices and has no neuron branch (it
+falls back to the CPU), so only ``device_map="neuron"`` targets the device (read from the code, not run on hardware).
+Autoload: PyTorch imports this package whenever torch is imported in the venv, through the ``torch.backends`` entry
+point ``neuron_backend = "neuron_backend:_autoload"`` (pyproject.toml; torch 2.13.0 ``torch/__init__.py``
+``_import_device_backends``), as TorchNeuron autoloads; ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns it off. Once
+registered, a ``torch_neuronx`` module stands in ``sys.modules`` (simulated_torch_neuronx.py), so Transformers,
+Accelerate and TRL take their Neuron branches as on real Trainium. The ``neuron`` torch.compile backend is entered in
+Dynamo's registry when Dynamo is imported, not before (lazy_dynamo.py): registration stays cheap.
 If a real torch-neuronx is installed, nothing is registered and ``SIMULATED`` is False (see ``NOT_REGISTERED_REASON``).
 """
 
@@ -42,11 +49,24 @@ if SIMULATED:
     from neuron_backend import policy as _policy
 
     _factories._check_dtype = lambda op, dtype: _policy.check_device_dtype(f"aten::{op}", dtype)
-    from neuron_backend import compile_backend as _compile_backend  # noqa: F401  (registers backend="neuron")
+    from neuron_backend import lazy_dynamo as _lazy_dynamo
+
+    _lazy_dynamo.install()  # backend="neuron", known to Dynamo once it is imported
     from neuron_backend import fused as _fused
 
     _fused.register()
     from neuron_backend import collectives as _collectives  # noqa: F401  (registers torch.distributed backend "neuron")
+    from neuron_backend import simulated_torch_neuronx as _simulated_torch_neuronx
+
+    _simulated_torch_neuronx.install()  # last: the libraries that find it expect the device complete
+
+
+
+def _autoload() -> None:
+    """The ``torch.backends`` entry point torch calls on ``import torch``: importing this package registered the
+    device already (or stood aside for a real torch-neuronx), as the real package's ``_autoload`` relies on its
+    import (torch_neuronx/__init__.py in parmoham-aws/test-repo-parmoham @ 67d8dc4a52b14ff2d6e5023ba8487b41271e982e)."""
+
 
 from neuron_backend.api import (  # noqa: E402
     clear_op_tracking,

@@ -171,6 +171,23 @@ def _lowering(run: _Run, q, k, v, mask, is_causal: bool, scale, gqa: bool):
     return _matmul(run, attn, v)
 
 
+def nki_sdpa_applies(q_shape, k_shape, v_shape, has_mask: bool, dropout_p: float,
+                     gate: dict | None = None) -> bool:
+    """Whether real Trn2 runs this SDPA call as its fused NKI flash kernel (the active profile's ``sdpa.fused_gate``,
+    from whn09/xpu-perf's reading of torch-neuronx 2.12.3's _can_use_nki_flash_attention); otherwise the device runs
+    the math decomposition, which is what this module and the op-by-op path run in both cases. Shapes are
+    (B, H, L, E) for q and (B, H, S, E) for k and v. A profile without a gate (legacy-xla) never fuses."""
+    if gate is None:
+        gate = (policy.active().raw.get("sdpa") or {}).get("fused_gate")
+    if not gate or len(q_shape) != 4:
+        return False
+    b, h, q_len, head_dim = q_shape
+    return bool((not gate["same_kv_shape"] or tuple(k_shape) == tuple(v_shape)) and not has_mask
+                and dropout_p == gate["dropout_p"] and q_len % gate["q_len_multiple"] == 0
+                and k_shape[-2] % gate["kv_len_multiple"] == 0 and head_dim <= gate["head_dim_max"]
+                and b * h <= gate["batch_heads_max"])
+
+
 def _parse(args, kwargs):
     """(q, k, v, mask, dropout_p, is_causal, scale, enable_gqa) from the op's arguments."""
     names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 from torch._decomp import core_aten_decompositions
-from torch._dynamo import register_backend
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch import config as functorch_config
 from torch._functorch._aot_autograd.autograd_cache import should_use_local_autograd_cache
@@ -21,10 +20,6 @@ from torch._functorch.aot_autograd import SerializableAOTDispatchCompiler, make_
 from neuron_backend import compile_cache, policy, stats
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
-
-# The device's own Python (dispatch, wrapping, accounting) is runtime, not user code: Dynamo must run it, never
-# trace it (it would otherwise try to compile ``wrap`` when a compiled region calls into the device).
-torch._dynamo.trace_rules.add("neuron_backend")
 
 DYNAMIC_REFUSED = (
     "torch.compile(backend='neuron', dynamic=True) is not supported: TorchNeuron rejects dynamic=True during "
@@ -61,7 +56,8 @@ def reset() -> None:
 
 
 def check_graph(gm: torch.fx.GraphModule) -> None:
-    """Raise the typed error for the first op of ``gm`` the backend cannot compile: an unsupported op or dtype, and in
+    """Raise the typed error for the first op of ``gm`` the backend cannot compile: an op and data dtype a compiler
+    rule rejects (the profile's compile_rejects: neuronx-cc error codes), an unsupported op or dtype, and in
     strict mode also an op without a Neuron implementation (the real backend lowers a whole graph through torch-mlir
     and StableHLO, not the eager op table, so with fallback allowed those are taken as lowered; low confidence).
     Host reads (``_local_scalar_dense``) are allowed: ``.item()`` is a graph break or a captured scalar.
@@ -74,6 +70,10 @@ def check_ops(ops: list[compile_cache.GraphOp]) -> None:
     autocast = policy.active().input_autocast
     for schema_name, overload, raw_dtypes, shapes in ops:
         func = compile_cache.resolve(schema_name, overload)
+        rule = policy.active().compile_reject(func._schema.name, raw_dtypes[0] if raw_dtypes else None)
+        if rule is not None:  # a compiler rule (neuronx-cc error code), whatever the eager op table says
+            raise NeuronUnsupportedDtypeError(func._schema.name, [stats.dtype_name(d) for d in raw_dtypes],
+                                              list(shapes), f"[{rule.code}] {rule.reason} ({rule.source})")
         dtypes = [autocast.get(d, d) for d in raw_dtypes]
         decision, cls, reason = policy._verdict(func, dtypes)
         if decision == policy.FALLBACK and not CONFIG.cpu_fallback:
@@ -154,9 +154,9 @@ def _aot_cached(gm: torch.fx.GraphModule, example_inputs):
                         decompositions=_DECOMPOSITIONS)(gm, example_inputs)
 
 
-@register_backend(name="neuron")
 def neuron(gm: torch.fx.GraphModule, example_inputs, **kwargs):
-    """The Dynamo backend named ``neuron`` (Transformers' static-cache generate asks for it by this name)."""
+    """The Dynamo backend named ``neuron`` (Transformers' static-cache generate asks for it by this name). Dynamo
+    registers it from lazy_dynamo's registry entry on first use, and lazy_dynamo keeps the device's modules untraced."""
     if torch._dynamo.config.assume_static_by_default is False:  # what torch.compile(dynamic=True) sets
         raise NeuronDynamicShapesError(DYNAMIC_REFUSED)
     ctx = torch._guards.CompileContext.try_get()

@@ -88,6 +88,18 @@ def set_rng_state(state: torch.Tensor, device: int | str | torch.device | None =
     torch.set_rng_state(state)
 
 
+def get_rng_state_all() -> list[torch.Tensor]:
+    """One state per core (accelerate 1.15.0 checkpointing.py:172 saves it); device numbers come from the host
+    generator, so every core's state is that generator's."""
+    return [torch.get_rng_state() for _ in range(CONFIG.cores)]
+
+
+def set_rng_state_all(states: list[torch.Tensor]) -> None:
+    """Restore what get_rng_state_all saved (accelerate 1.15.0 checkpointing.py:311): they are one host state."""
+    if states:
+        torch.set_rng_state(states[0])
+
+
 def memory_allocated(device: int | str | torch.device | None = None) -> int:
     return memory.memory_allocated(_index(device))
 

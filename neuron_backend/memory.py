@@ -127,6 +127,15 @@ def _oom(block: int, core: int) -> torch.OutOfMemoryError:
     )
 
 
+# Whether this process ever reserved device memory (no device tensor, no device backward: teardown's drain is moot).
+_ever_reserved = [False]
+
+
+def used() -> bool:
+    """Whether any device memory was ever reserved in this process."""
+    return _ever_reserved[0]
+
+
 def _reserve(block: int, core: int) -> None:
     """Take a cached block of this size, or reserve a new one: sweep, then release the cache, then OOM."""
     cache = _cached[core]
@@ -142,6 +151,7 @@ def _reserve(block: int, core: int) -> None:
         if _reserved[core] + block > CONFIG.memory_per_core:
             raise _oom(block, core)
     _reserved[core] += block
+    _ever_reserved[0] = True
     if _reserved[core] > _peak_reserved[core]:
         _peak_reserved[core] = _reserved[core]
 

@@ -18,7 +18,7 @@ WORKS = frozenset({"prefill_forward", "generate", "train"})
 MODES = frozenset({"eager", "compile"})
 OUTCOMES = frozenset({"pass", "fail", "partial", "unknown"})
 FACT_MODES = frozenset({"eager", "compile", "both"})
-REFS = frozenset({"A", "B", "C"})
+REFS = frozenset({"A", "B", "C", "D", "E"})  # D: czkkkkkk/rl_examples, E: whn09/xpu-perf
 # Short shas are allowed because a source we could not resolve keeps the sha the evidence file gave.
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 

@@ -59,8 +59,16 @@ def _grouped_mm_refused(args, kwargs) -> bool:
                 or (len(o) > 1 and (o[1:] < o[:-1]).any()))
 
 
+def _integer_data_operand(args, kwargs) -> bool:
+    """The op's data operand (its first tensor argument: what is multiplied or scattered, not an index) is an
+    integer or bool tensor: the operand the compiler's NCC_EVRF035 / NCC_EVRF060 pages name."""
+    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    return first is not None and not first.dtype.is_floating_point and not first.dtype.is_complex
+
+
 # Named preconditions of KnownIssue.precondition: predicate(args, kwargs) -> True when the known failure applies.
-PRECONDITIONS: dict[str, Callable] = {"grouped_mm_128_alignment_bf16": _grouped_mm_refused}
+PRECONDITIONS: dict[str, Callable] = {"grouped_mm_128_alignment_bf16": _grouped_mm_refused,
+                                      "integer_data_operand": _integer_data_operand}
 
 
 def kernel_failure(func, dtypes, args=(), kwargs=None) -> profiles.KnownIssue | None:

@@ -51,6 +51,19 @@ class KnownIssue:
 
 
 @dataclass(frozen=True)
+class CompileReject:
+    """A neuronx-cc error code that rejects a compiled graph holding ``ops`` (every op when empty) whose data operand
+    (the first tensor argument, the one scattered or multiplied) has one of ``dtypes``: a compiler rule, not an eager
+    one."""
+
+    code: str
+    ops: frozenset[str]
+    dtypes: frozenset[torch.dtype]
+    reason: str
+    source: str
+
+
+@dataclass(frozen=True)
 class OpEntry:
     cls: str
     dtypes: frozenset[torch.dtype] | None
@@ -100,7 +113,15 @@ class Profile:
     decisions: tuple[dict, ...] = ()
     switches: tuple[Switch, ...] = ()
     op_table_from: str = ""
+    compile_rejects: tuple[CompileReject, ...] = ()
     raw: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def compile_reject(self, op: str, data_dtype: torch.dtype | None) -> CompileReject | None:
+        """The compiler rule that rejects ``op`` with this data dtype in a compiled graph, or None."""
+        for r in self.compile_rejects:
+            if (not r.ops or op in r.ops) and data_dtype in r.dtypes:
+                return r
+        return None
 
     def _entry(self, op: str) -> OpEntry | None:
         found = self.entries.get(op)
@@ -200,6 +221,15 @@ def _parse(raw: dict, file: str) -> Profile:
                                raw.get("active_switches", {}).get(sw["id"], sw["default"]), sw["options"],
                                tuple(sw.get("ops", [])), tuple(sw.get("dtypes", [])), sw["measure"],
                                sw["other_option"]))
+    rejects = []
+    for i, r in enumerate(raw.get("compile_rejects", [])):
+        where = f"compile_rejects[{i}] ({r.get('code')})"
+        for op in r.get("ops", []):
+            if not _aten_exists(op):
+                raise ProfileError(f"{file}: {where}: unknown op name {op!r} for torch {torch.__version__}")
+        rejects.append(CompileReject(r["code"], frozenset(r.get("ops", [])),
+                                     frozenset(_dtype(n, f"{file}: {where}") for n in r["dtypes"]), r["reason"],
+                                     sources[cite(r.get("source"), where)]["ref"]))
     for i, d in enumerate(raw.get("decisions", [])):
         for key in d["sources"]:
             cite(key, f"decisions[{i}] ({d['subject']})")
@@ -240,6 +270,7 @@ def _parse(raw: dict, file: str) -> Profile:
         decisions=tuple(raw.get("decisions", [])),
         switches=tuple(switches),
         op_table_from=raw.get("op_table_from", ""),
+        compile_rejects=tuple(rejects),
         raw=raw,
     )
 
@@ -277,6 +308,7 @@ def apply_switches(raw: dict, chosen: tuple[tuple[str, str], ...], file: str) ->
             out["ops"].pop(op, None)
         out["ops"].update(copy.deepcopy(patch.get("set_ops", {})))
         out["rejected_dtypes"].update(copy.deepcopy(patch.get("reject_dtypes", {})))
+        out["known_issues"] = [*out["known_issues"], *copy.deepcopy(patch.get("add_known_issues", []))]
         if "complex_decompose_default" in patch:
             out["complex_decompose_default"] = {**out["complex_decompose_default"],
                                                 "value": patch["complex_decompose_default"]}

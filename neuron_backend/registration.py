@@ -5,7 +5,8 @@ Idempotent; never shadows a real torch-neuronx (then the simulation stays unregi
 
 from __future__ import annotations
 
-import importlib.util
+import importlib.machinery
+import importlib.metadata
 import sys
 
 import torch
@@ -59,10 +60,31 @@ def _single_threaded_backward() -> None:
     torch.autograd.set_multithreading_enabled(False)
 
 
+REAL_DISTRIBUTION = "torch-neuronx"
+
+
+def real_torch_neuronx() -> str | None:
+    """Where a real torch-neuronx is, else None: an installed distribution (its dist-info), a ``torch_neuronx``
+    package on sys.path, or one already imported. ``importlib.util.find_spec`` is not asked: it answers from
+    ``sys.modules``, where the simulation's own module (simulated_torch_neuronx) stands once registered."""
+    try:
+        dist = importlib.metadata.distribution(REAL_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    else:
+        return f"{REAL_DISTRIBUTION} {dist.version} is installed"
+    if importlib.machinery.PathFinder.find_spec("torch_neuronx") is not None:
+        return "a torch_neuronx package is on sys.path"
+    mod = sys.modules.get("torch_neuronx")
+    if mod is not None and not getattr(mod, "SIMULATED", False):
+        return "a torch_neuronx module is imported"
+    return None
+
+
 def real_neuron_present() -> str | None:
     """Why the simulation must stand aside (a real torch-neuronx, or PrivateUse1 already taken), else None."""
-    if importlib.util.find_spec("torch_neuronx") is not None:
-        return "torch_neuronx is installed: the real Neuron device owns the name 'neuron'"
+    if (where := real_torch_neuronx()) is not None:
+        return f"{where}: the real Neuron device owns the name 'neuron'"
     current = torch._C._get_privateuse1_backend_name()
     if current not in ("privateuseone", NAME):
         return f"PrivateUse1 is already registered as '{current}'"

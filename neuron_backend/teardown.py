@@ -22,7 +22,7 @@ import atexit
 
 import torch
 
-from neuron_backend import deferred, device_module
+from neuron_backend import deferred, device_module, memory
 
 # Sentinel tensors live until the process ends: freeing them would itself run Python-owned deleters on the way out.
 _KEEP: list[torch.Tensor] = []
@@ -55,6 +55,8 @@ def _drain(cores: int, device: str) -> int:
 
 def _at_exit() -> None:
     deferred.clear()  # a held error belongs to a check; at exit nobody is left to receive it
+    if not memory.used():  # never used (every process that imports torch autoloads the device): nothing to drain,
+        return  # and the drain's own device ops would import torch.distributed.tensor (~0.5 s idle) at exit
     try:
         drain_device_threads(device_module.device_count())
     except Exception:  # noqa: BLE001 - exit must not fail on the drain; the abort it prevents is rare

@@ -226,3 +226,30 @@ class ApiToken(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class CatalogModel(Base):
+    """A model of a catalog as a row (issue 33, migration 0011): the cited corpus or a Hub snapshot. Its verdict is
+    its own tiny config's run (``run_id``: models whose tiny configs are identical share one run, keyed by
+    ``tiny_digest``), read back under ``judged_as``; its plan is ``compat.plan.Plan`` from the full config."""
+
+    __tablename__ = "catalog_models"
+
+    model_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    device: Mapped[str] = mapped_column(String(64), primary_key=True)
+    architecture: Mapped[str] = mapped_column(String(128), index=True)
+    judged_as: Mapped[str | None] = mapped_column(String(128))
+    model_type: Mapped[str] = mapped_column(String(128), default="")
+    source: Mapped[str] = mapped_column(String(16), default="corpus")
+    catalog: Mapped[str] = mapped_column(String(256), default="")
+    sha: Mapped[str | None] = mapped_column(String(64))
+    config_digest: Mapped[str] = mapped_column(String(64), default="")
+    tiny_digest: Mapped[str | None] = mapped_column(String(80))
+    downloads: Mapped[int | None] = mapped_column(Integer)
+    trending: Mapped[float | None] = mapped_column(Float)
+    cited: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    refusal: Mapped[str | None] = mapped_column(Text)
+    config: Mapped[dict[str, Any] | None] = mapped_column(NonFiniteJSON)
+    plan: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -34,7 +34,7 @@ from service.declared_support import declared_lists
 from service.diffs import diff_runs, run_diff  # noqa: F401 - the diff reads, served from here like every read
 from service.headline import device_coverage, frac
 from service.lifecycle import reap
-from service.models import Architecture, Result, Run, Submission
+from service.models import Architecture, CatalogModel, Result, Run, Submission
 from service.records import aware, row_to_record
 from service.rollup import ArchOutcome, CatalogRow, run_counts, run_view
 from service.runs import (
@@ -263,7 +263,8 @@ def store_fingerprint(session: Session) -> tuple:
         func.count(Run.id), func.max(Run.started), func.max(Run.finished),
         func.sum(case((Run.state == RunState.RUNNING.value, 1), else_=0)), func.sum(Run.data_version),
     )).one()
-    return (newest_result, *runs)
+    models = session.scalar(select(func.max(CatalogModel.updated)))  # per-model rows (compat sweep --models)
+    return (newest_result, *runs, models)
 
 
 def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.RunDetail:

@@ -162,6 +162,8 @@ def _torchneuron(name: str, docs: dict, src: dict) -> dict:
         "host_sync": {"ops": ["aten::_local_scalar_dense", "aten::item"], "source": "docs-compile-ref",
                       "compiled": "graph break (Dynamo), not a rejection; fullgraph=True raises"},
         "compile": rules.COMPILE,
+        "compile_rejects": rules.compile_rejects(name),
+        "sdpa": rules.SDPA,
     }
 
 

@@ -61,10 +61,8 @@ def rejected_dtypes(profile: str) -> dict[str, dict]:
         if isinstance(getattr(torch, name, None), torch.dtype):
             out[name] = {"reason": f"neuronx-cc rejects {name.upper()} (NCC_EVRF005: F8E4M3FNUZ, F8E4M3B11FNUZ and "
                                    "F8E5M2FNUZ are not supported)", "source": "docs-evrf005"}
-    if profile == "trn2":  # see DECISIONS "float8 on Trn2"
-        for name in ("float8_e4m3fn", "float8_e5m2"):
-            out[name] = {"reason": f"{name} is not supported on Trn2 (real Trn2: 'float8 is not in Beta 3'; "
-                                   "NCC_EVRF051 for F8E4M3FN)", "source": "obs:A_environment"}
+    # float8_e4m3fn / float8_e5m2 are not rejected in eager on Trn2 (see DECISIONS "float8 on Trn2"): eager fp8
+    # matmul runs in both encodings there (obs:E_xpu_perf_readme); compiled e4m3fn is compile_rejects' EVRF051.
     if profile == "legacy-xla":  # no framework complex decomposition before TorchNeuron
         for name in ("complex32", "complex64", "complex128"):
             out[name] = {"reason": "neuronx-cc: complex data types are not supported on the Neuron device "
@@ -112,7 +110,52 @@ NATIVE_DTYPE_DECISIONS: dict[str, dict] = {
 # Real-hardware records (observations.json, loaded by neuron_backend/observations.py) this file cites, by their id
 # there; build.py turns each into a profile source "obs:<id>" with its repo, path and commit.
 EVIDENCE_SOURCES = ("A_history", "A_moe_router_patch", "A_deepseek_runlog", "A_environment", "A_neuron_worker",
-                    "C_error_codes", "C_environment")
+                    "C_error_codes", "C_environment", "D_grpo_guideline", "E_xpu_perf_readme", "E_xpu_perf_impl")
+
+INTEGER = ["int8", "uint8", "int16", "int32", "int64"]
+MATMUL_OPS = ["aten::mm", "aten::bmm", "aten::addmm", "aten::addmv", "aten::mv", "aten::dot", "aten::linear",
+              "aten::baddbmm", "aten::addbmm"]
+EAGER_MATMUL_OPS = MATMUL_OPS[:7]  # those with a float-only native entry (NATIVE_DTYPE_DECISIONS); the rest fall back
+SCATTER_COMPUTE_OPS = ["aten::scatter_add", "aten::scatter_add_", "aten::index_add", "aten::index_add_",
+                       "aten::embedding_dense_backward", "aten::nll_loss_backward"]
+
+
+def compile_rejects(profile: str) -> list[dict]:
+    """neuronx-cc's default rejects of a compiled graph, by error code: an op whose data operand (the first tensor
+    argument) has one of ``dtypes``. Official error pages; what the same op does in eager is not stated anywhere
+    (see the switches integer_matmul_eager and integer_scatter_compute_eager)."""
+    out = [
+        {"code": "NCC_EVRF035", "ops": MATMUL_OPS, "dtypes": ["int32", "int64"], "source": "docs-evrf035",
+         "reason": "dot (matmul) does not support 32-bit or 64-bit integer operands on Trainium2 and later "
+                   "(int64 on every target); the compiler rejects it by default"},
+        {"code": "NCC_EVRF060", "ops": SCATTER_COMPUTE_OPS, "dtypes": ["int32", "int64"], "source": "docs-evrf060",
+         "reason": "scatter-with-compute (scatter_add, index_add, embedding_dense_backward, nll_loss_backward) "
+                   "does not support integer operands: emulated in f32, rejected by default"},
+        {"code": "NCC_EVRF016", "ops": ["aten::scatter_reduce", "aten::scatter_reduce_"],
+         "dtypes": [*INTEGER, "bool"], "source": "docs-evrf016",
+         "reason": "scatter-reduce cannot reduce integer or boolean data"},
+    ]
+    if profile == "trn2":
+        out.append({"code": "NCC_EVRF051", "ops": [], "dtypes": ["float8_e4m3fn"], "source": "docs-evrf051",
+                    "reason": "Data type F8E4M3FN is not supported on TRN1/TRN2 (native on Trn3 and later); "
+                              "real Trn2 compiles fail on it while float8_e5m2 compiles and runs "
+                              "(obs:E_xpu_perf_readme)"})
+    return out
+
+
+# The SDPA lowering on real Trn2 (torch-neuronx 2.12.3): a fused NKI flash kernel behind a gate, else the math
+# decomposition on the device. attention.py reads it (nki_sdpa_applies).
+SDPA = {
+    "fused_gate": {"same_kv_shape": True, "mask": None, "dropout_p": 0.0, "q_len_multiple": 512,
+                   "kv_len_multiple": 512, "head_dim_max": 128, "batch_heads_max": 512},
+    "switch_env": "TORCH_NEURONX_ENABLE_NKI_SDPA", "switch_default": True,
+    "otherwise": "the math decomposition runs op by op on the device (what the simulation runs in both cases; the "
+                 "fused kernel's own numerics are unknown)",
+    "source": "obs:E_xpu_perf_readme", "confidence": "medium",
+    "note": "_can_use_nki_flash_attention in torch_neuronx/neuron_dynamo_backend/decompositions.py as quoted by the "
+            "source; the April pre-release source's gate is looser (L and S multiples of 128): it changes between "
+            "builds",
+}
 
 _NCC_EVRF013 = ("[NCC_EVRF013] TopK custom operation does not support 32-bit and 64-bit integer types: torch-neuronx "
                 "lowers sort/topk/argsort to the AwsNeuronTopK custom op, which rejects integer inputs (seen on real "
@@ -139,6 +182,9 @@ KNOWN_ISSUES: list[dict] = [
 
 # Ops the real-hardware records show running on the device where the pre-release source has no registration.
 EVIDENCE_OPS: dict[str, dict] = {
+    "aten::normal_": {"class": "cpu_fallback", "source": "obs:E_xpu_perf_impl", "confidence": "medium",
+                      "note": "real Trn2 (torch-neuronx 2.12.3): the only op get_fallback_ops() listed across a basic "
+                              "op sweep; the pre-release source registers no normal_ either (same class)"},
     "aten::sort": {"class": "native", "dtypes": "all", "source": "obs:A_deepseek_runlog", "confidence": "medium",
                    "note": "real Trn2 (torch-neuronx 2.12.3) lowers torch.sort to the AwsNeuronTopK custom op on the "
                            "device (its integer failure is a known issue); the pre-release source registers no sort"},
@@ -182,6 +228,36 @@ SWITCHES: list[dict] = [
                                                               "(real Trn2, torch-neuronx 2.11.3)",
                                                     "source": "obs:C_error_codes"}
                                                 for n in ("complex32", "complex64", "complex128")}}}}},
+    {"id": "integer_matmul_eager", "other_option": "strict", "subject": "matmul on 32/64-bit integers in eager",
+     "confidence": "low", "ops": EAGER_MATMUL_OPS, "dtypes": ["Int", "Long"], "measure": "rerun",
+     "default": "cpu_fallback",
+     "options": {
+         "cpu_fallback": {"says": "the Tensor Engine takes only floating formats (docs-ncv3, docs-ncv4), so the "
+                                  "eager op falls back to the CPU; whether real eager does that or fails is unknown",
+                          "sources": ["docs-ncv3", "docs-ncv4", "src-registrations"]},
+         "fails": {"says": "eager integer matmul fails as the compiler does (NCC_EVRF035, no CPU retry)",
+                   "sources": ["docs-evrf035"],
+                   "patch": {"set_ops": {op: {"class": "native", "dtypes": "all", "source": "docs-evrf035",
+                                              "confidence": "low"} for op in EAGER_MATMUL_OPS},
+                             "add_known_issues": [
+                                 {"op": op, "precondition": "integer_data_operand", "dtypes": None,
+                                  "error": "RuntimeError", "cpu_retry": False, "confidence": "low",
+                                  "source": "docs-evrf035",
+                                  "reason": "[NCC_EVRF035] Opcode (dot) does not support 32-bit or 64-bit integer "
+                                            "operands on this target"} for op in EAGER_MATMUL_OPS]}}}},
+    {"id": "integer_scatter_compute_eager", "other_option": "strict",
+     "subject": "scatter-with-compute on integer data in eager (scatter_add, index_add, ...)", "confidence": "low",
+     "ops": SCATTER_COMPUTE_OPS, "dtypes": ["Int", "Long"], "measure": "rerun", "default": "runs",
+     "options": {
+         "runs": {"says": "the pre-release source registers them for every dtype; eager behaviour on integers is "
+                          "not stated anywhere", "sources": ["src-registrations"]},
+         "fails": {"says": "eager integer scatter-with-compute fails as the compiler does (NCC_EVRF060, no CPU "
+                           "retry)", "sources": ["docs-evrf060"],
+                   "patch": {"add_known_issues": [
+                       {"op": op, "precondition": "integer_data_operand", "dtypes": None, "error": "RuntimeError",
+                        "cpu_retry": False, "confidence": "low", "source": "docs-evrf060",
+                        "reason": "[NCC_EVRF060] Scatter does not support integer operands on this target"}
+                       for op in SCATTER_COMPUTE_OPS]}}}},
     {"id": "argmax_device", "other_option": "permissive", "subject": "argmax on the device", "confidence": "low", "measure": "traces",
      "ops": ["aten::argmax"], "default": "cpu_fallback",
      "options": {
@@ -196,8 +272,10 @@ SWITCHES: list[dict] = [
 DECISIONS: list[dict] = [
     {"subject": "aten::histc on integer inputs", "confidence": "low",
      "decision": NATIVE_DTYPE_DECISIONS["aten::histc"]["decision"], "sources": ["src-histc", "pytorch-histc-cpu"]},
-    {"subject": "integer matmul (mm, bmm, addmm, addmv, mv, dot, linear, convolution)",
-     "confidence": "low", "decision": _MATMUL_DECISION["decision"], "sources": _MATMUL_DECISION["decision_sources"]},
+    {"subject": "integer matmul (mm, bmm, addmm, addmv, mv, dot, linear, convolution) in eager",
+     "confidence": "low", "decision": _MATMUL_DECISION["decision"] + " Compiled, NCC_EVRF035 rejects it "
+                                                                     "(compile_rejects).",
+     "sources": [*_MATMUL_DECISION["decision_sources"], "docs-evrf035"]},
     {"subject": "granularity", "confidence": "medium",
      "decision": "classes are per op name: an op with any registered overload counts native for all its overloads "
                  "(the registered overloads are listed per entry), and an in-place variant without its own entry "
@@ -217,11 +295,23 @@ DECISIONS: list[dict] = [
                  "=1 (default, docs-env-vars) and runs eagerly, op by op, when it is 0.",
      "sources": ["src-dynamo-backend", "docs-env-vars", "docs-best-practices"]},
     {"subject": "float8 on Trn2", "confidence": "medium",
-     "decision": "trn2 rejects float8_e4m3fn and float8_e5m2: real Trn2 runs record 'float8 is not in Beta 3' "
-                 "(A's ENVIRONMENT.md), and NCC_EVRF051 says F8E4M3FN is not supported on TRN1/TRN2 without an "
-                 "experimental flag. No Trn3 run is on record: trn3 keeps them (natively supported on Trn3 and later "
-                 "per NCC_EVRF051).",
-     "sources": ["docs-evrf051", "obs:A_environment"]},
+     "decision": "per type and mode: eager fp8 runs on trn2 in both encodings (real Trn2, torch-neuronx 2.12.3: a "
+                 "software up-cast, slow); compiled, float8_e5m2 compiles and runs and float8_e4m3fn is rejected "
+                 "(NCC_EVRF051, compile_rejects). This replaces the rejection of both types in every mode taken from "
+                 "A's 'float8 is not in Beta 3' (an older toolchain's note, not a measurement). trn3 keeps both "
+                 "(F8E4M3FN native on Trn3 and later per NCC_EVRF051); no Trn3 run is on record.",
+     "sources": ["docs-evrf051", "obs:E_xpu_perf_readme", "obs:A_environment"]},
+    {"subject": "integer matmul and scatter-with-compute", "confidence": "medium",
+     "decision": "a compiled graph holding them on integer data is rejected (NCC_EVRF035, NCC_EVRF060, NCC_EVRF016: "
+                 "compile_rejects). Eager behaviour is not stated anywhere: the switches integer_matmul_eager and "
+                 "integer_scatter_compute_eager name it (defaults: matmul falls back to the CPU, scatter runs).",
+     "sources": ["docs-evrf035", "docs-evrf060", "docs-evrf016"]},
+    {"subject": "SDPA: fused kernel or decomposition", "confidence": "medium",
+     "decision": "both run on the device: the 'sdpa' gate says when real Trn2 uses its fused NKI kernel; the "
+                 "simulation runs PyTorch's math lowering either way (values of the fused kernel unknown); "
+                 "attention.nki_sdpa_applies says which path the real device takes. No pass/fail verdict depends "
+                 "on it: both paths run on the device.",
+     "sources": ["obs:E_xpu_perf_readme"]},
     {"subject": "known issues from the release notes", "confidence": "low",
      "decision": "the TorchNeuron release notes' known-issues section could not be read here, so known_issues holds "
                  "what the source shows (grouped_mm alignment) and what real Trn2 runs recorded (grouped_mm bf16-only, "

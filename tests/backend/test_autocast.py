@@ -93,15 +93,12 @@ def test_complex128_is_computed_as_complex64(dev):
 
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fnuz, torch.float8_e5m2fnuz])
 def test_the_rejected_fp8_types_stay_rejected_even_with_fallback(dev, dtype):
-    # neuronx-cc rejects the *fnuz FP8 variants, and on trn2 real runs record "float8 is not in Beta 3": no fallback
-    # makes them work (the profile's rejected_dtypes). The other wide and complex dtypes are held on the device.
+    # neuronx-cc rejects the *fnuz FP8 variants: no fallback makes them work (the profile's rejected_dtypes). The
+    # OCP fp8 types run in eager on real Trn2 (whn09/xpu-perf), and the other wide and complex dtypes are held.
     assert neuron_backend.device_info()["cpu_fallback"] is True
     with pytest.raises(neuron_backend.NeuronUnsupportedDtypeError):
         torch.zeros(2).to(dtype).to(dev)
-    for fp8 in (torch.float8_e4m3fn, torch.float8_e5m2):  # trn2 is the default profile
-        with pytest.raises(neuron_backend.NeuronUnsupportedDtypeError, match="Beta 3"):
-            torch.zeros(2).to(fp8).to(dev)
-    for ok in (torch.float64, torch.complex64, torch.int64):
+    for ok in (torch.float64, torch.complex64, torch.int64, torch.float8_e4m3fn, torch.float8_e5m2):
         assert torch.zeros(2).to(ok).to(dev).dtype == ok
 
 

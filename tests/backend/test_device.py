@@ -4,6 +4,7 @@ mixed-device errors, host syncs, and the settings/info API the harness reads.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,13 +205,19 @@ def test_strict_and_real_env_names(monkeypatch):
 
 
 def test_never_shadows_a_real_torch_neuronx(monkeypatch):
-    import importlib.util
+    """A torch_neuronx package on sys.path, or a real one imported, makes the simulation stand aside; its own
+    stand-in module (simulated_torch_neuronx) does not. The installed-distribution case: test_autoload.py."""
+    import importlib.machinery
+    import types
 
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
+    assert registration.real_neuron_present() is None  # the simulation's torch_neuronx is in sys.modules here
+    real_find_spec = importlib.machinery.PathFinder.find_spec
+    monkeypatch.setattr(importlib.machinery.PathFinder, "find_spec",
                         lambda name, *a: object() if name == "torch_neuronx" else real_find_spec(name, *a))
-    reason = registration.real_neuron_present()
-    assert reason is not None and "torch_neuronx" in reason
+    assert "torch_neuronx package is on sys.path" in registration.real_neuron_present()
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "torch_neuronx", types.ModuleType("torch_neuronx"))
+    assert "torch_neuronx module is imported" in registration.real_neuron_present()
 
 
 def test_a_fresh_process_registers_and_reports(tmp_path):

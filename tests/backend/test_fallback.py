@@ -153,9 +153,17 @@ def test_strict_error_inside_a_cpp_backward_node_is_raised_not_an_abort():
         assert done.stdout.strip().splitlines()[-1] == "raised aten::new_empty_strided True", done.stdout
 
 
-def test_the_api_never_installs_a_torch_neuronx_module():
+def test_the_torch_neuronx_module_is_the_simulations_and_tracks_the_same_record():
+    """The registered simulation's stand-in (never a real install's: test_autoload.py) carries the real package's
+    op-tracking names, reading the same record as neuron_backend's."""
+    import torch_neuronx
 
-    assert "torch_neuronx" not in sys.modules  # aliases live on neuron_backend; a real install is never shadowed
+    assert torch_neuronx is sys.modules["torch_neuronx"] and torch_neuronx.SIMULATED
+    torch_neuronx.clear_op_tracking()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the one-per-op fallback warning
+        torch.histc(torch.tensor([0, 1, 1], dtype=torch.int32).to("neuron"), bins=2, min=0, max=1)
+    assert torch_neuronx.get_fallback_ops() == neuron_backend.get_fallback_ops() == ["aten::histc"]
 
 
 @pytest.fixture

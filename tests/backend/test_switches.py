@@ -23,7 +23,8 @@ def _defaults():
 def test_every_switch_option_cites_a_source_and_the_default_is_one_of_them():
     prof = profiles.load("trn2")
     assert {sw.id for sw in prof.switches} == {"integer_sort_topk", "grouped_mm_preconditions", "complex_eager",
-                                               "argmax_device"}
+                                               "argmax_device", "integer_matmul_eager",
+                                               "integer_scatter_compute_eager"}
     for sw in prof.switches:
         assert sw.active == sw.default and sw.default in sw.options and len(sw.options) == 2, sw.id
         assert sw.confidence in ("low", "medium") and sw.measure in ("rerun", "traces"), sw.id

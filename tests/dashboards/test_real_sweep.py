@@ -52,10 +52,11 @@ def rpage(real, browser):  # noqa: ANN001, ANN201
 
 
 def test_real_sweep_pages_match_the_api(rpage) -> None:  # noqa: ANN001
+    # A run is stored under its device identity (issue 32): the default profile with fallback on is "neuron (trn2)".
     rpage.goto("/")
     cov = rpage.page.request.get(rpage.base + "/api/v1/coverage").json()["items"]
-    assert [c["device"] for c in cov] == ["neuron"] and cov[0]["total"] == 2
-    card = rpage.page.locator('article.card[data-device="neuron"]')
+    assert [c["device"] for c in cov] == ["neuron (trn2)"] and cov[0]["total"] == 2
+    card = rpage.page.locator('article.card[data-device="neuron (trn2)"]')
     c = cov[0]
     assert card.locator('[data-metric="all"]').inner_text() == (
         f"{c['supported']} / {c['total']} ({c['fraction'] * 100:.1f}%)")
@@ -71,7 +72,7 @@ def test_real_sweep_architecture_page_shows_the_blocking_op(rpage) -> None:  # n
     assert detail["blocking_op"] and detail["blocking_op"].startswith("aten::sort (Int)")
     rpage.goto("/architectures/MixtralForCausalLM")
     assert rpage.page.locator("[data-blocking-op]").inner_text() == detail["blocking_op"]
-    assert rpage.page.locator('[data-device="neuron"] [data-supported]').get_attribute("data-supported") == "no"
+    assert rpage.page.locator('[data-device="neuron (trn2)"] [data-supported]').get_attribute("data-supported") == "no"
     rpage.shot("real-sweep-architecture")
     rpage.goto("/blockers")
     op = op_name(detail["blocking_op"])  # the blockers page ranks ops; dtypes are listed beside them

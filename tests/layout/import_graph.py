@@ -31,6 +31,8 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "`compat --help` and bad input answer without importing torch, transformers and the simulated device",
     ("cli.app", "_reads", "cli.reads"):
         "`compat show` and `compat blockers` read the store without torch; `compat --help` without SQLAlchemy",
+    ("cli.app", "_lookup", "cli.lookup"):
+        "`compat lookup` answers from the store in under a second: no torch and none of the other reads' modules",
     ("cli.app", "_stored", "cli.stored"):
         "bad input answers without SQLAlchemy unless a run id or an uncatalogued architecture is looked up",
     ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner"):

@@ -27,7 +27,8 @@ VALUE = st.one_of(EXTREME_INTS.map(str), EXTREME_INTS.map(str), st.text(max_size
 QUERY_KEYS = ("page", "top", "sort", "order", "q", "status", "device", "check", "a", "b", "per_page", "state",
               "days")
 # Every GET page; test_the_fuzzed_routes_are_all_the_pages keeps this list equal to the app's.
-PAGES = ["/", "/architectures/{name}", "/blockers", "/matrix", "/regressions", "/runs", "/runs/diff", "/runs/{run_id}",
+PAGES = ["/", "/architectures/{name}", "/blockers", "/matrix", "/models", "/models/{org}/{name}",
+         "/regressions", "/runs", "/runs/diff", "/runs/{run_id}",
          "/runs/{run_id}/log/{architecture}", "/runs/{run_id}/progress.json", "/submissions/{submission_id}",
          "/submissions/{submission_id}/status.json", "/submit"]
 

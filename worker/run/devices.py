@@ -96,6 +96,8 @@ def _real_neuron() -> Device | None:
     if importlib.util.find_spec("torch_neuronx") is None:
         return None
     mod = importlib.import_module("torch_neuronx")
+    if getattr(mod, "SIMULATED", False):  # the simulation's stand-in (neuron_backend/simulated_torch_neuronx.py)
+        return None
     # The native TorchNeuron backend registers "neuron"; the XLA-based torch-neuronx uses the "xla" device.
     native = torch._C._get_privateuse1_backend_name() == "neuron"
     tdev = "neuron" if native else "xla"

@@ -55,8 +55,8 @@ def check_lora(ctx: CheckContext) -> judge.Verdict:
 def check_sft(ctx: CheckContext) -> judge.Verdict:
     """trl SFTTrainer, 2 steps with ``use_cpu=False`` on the device; its loss curve against the CPU run's.
 
-    The device is named to Accelerate (``ACCELERATE_TORCH_DEVICE``); Trainer's own defaults (fused AdamW, pinned
-    DataLoader memory, TRL's Neuron padding) stay, so what a standard SFT script hits on the device is what fails."""
+    Trainer and Accelerate pick the device themselves, as on real Trainium (the simulation's ``torch_neuronx``
+    module); Trainer's own defaults (fused AdamW, pinned DataLoader memory, TRL's Neuron padding) stay, so what a standard SFT script hits on the device is what fails."""
     refs = sft_reference(ctx)
     # On the cpu device the device's own setting is use_cpu=True (Trainer's way to pick the CPU); with
     # use_cpu=False Trainer would take any registered accelerator instead.

@@ -91,9 +91,7 @@ if "sft" in CHECKS:
                                                pad_token="<pad>", eos_token="<pad>", unk_token="<pad>")
     curves = {{}}
     for d in ("cpu", DEVICE):
-        AcceleratorState._reset_state(reset_partial_state=True)
-        if d != "cpu":
-            os.environ["ACCELERATE_TORCH_DEVICE"] = DEVICE  # Accelerate finds only a real torch-neuronx by itself
+        AcceleratorState._reset_state(reset_partial_state=True)  # Trainer and Accelerate pick the device themselves
         args = SFTConfig(output_dir=tempfile.mkdtemp(), use_cpu=d == "cpu" or DEVICE == "cpu", max_steps={steps},
                          per_device_train_batch_size={batch}, learning_rate={lr}, lr_scheduler_type="constant",
                          warmup_steps=0, logging_steps=1, save_strategy="no", report_to="none", bf16=False,
@@ -104,7 +102,6 @@ if "sft" in CHECKS:
         trainer.train()
         curves[d] = torch.tensor([e["loss"] for e in trainer.state.log_history if "loss" in e])
         print(d, "sft losses", curves[d].tolist(), "trained on", next(trainer.model.parameters()).device)
-        os.environ.pop("ACCELERATE_TORCH_DEVICE", None)
     cmp("sft loss curve", curves[DEVICE], curves["cpu"])
 '''
 

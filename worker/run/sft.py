@@ -1,13 +1,12 @@
 """The ``sft`` check's computation: trl's SFTTrainer for two steps on a tiny in-memory dataset built in code.
 
-The same script runs on the device (``use_cpu=False``, the device named by ``ACCELERATE_TORCH_DEVICE``) and on the
+The same script runs on the device (``use_cpu=False``: Trainer picks the device as on real Trainium) and on the
 CPU reference (``use_cpu=True``); the result is the loss curve Trainer logs (one loss per step).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,28 +42,19 @@ def sft_dataset(input_ids: torch.Tensor) -> Dataset:
 
 
 @contextlib.contextmanager
-def accelerate_device(device: str | None) -> Iterator[None]:
-    """Name the device for Accelerate (``ACCELERATE_TORCH_DEVICE``, read by accelerate/state.py PartialState) and
-    start from a fresh Accelerate state, restored afterwards: PartialState is a process-wide singleton, and the
-    device run and the CPU reference run share this process.
+def fresh_accelerate_state() -> Iterator[None]:
+    """Start from a fresh Accelerate state, reset again afterwards: PartialState is a process-wide singleton, and
+    the device run and the CPU reference run share this process.
 
-    Accelerate 1.15 finds a Neuron device by itself only when ``torch_neuronx`` is importable
-    (accelerate/utils/imports.py ``is_neuron_available``); the simulated device is not, so it is named here, as
-    a user of any out-of-tree device would."""
-    before = os.environ.get("ACCELERATE_TORCH_DEVICE")
+    The device is not named to Accelerate: the simulated device's ``torch_neuronx`` module
+    (neuron_backend/simulated_torch_neuronx.py) makes accelerate 1.15.0 ``state.py:750`` pick ``neuron`` and
+    transformers 5.23.0 ``training_args.py:1937`` pick ``neuron:0`` by themselves, as on real Trainium, and
+    ``use_cpu=True`` picks the CPU for the reference."""
     AcceleratorState._reset_state(reset_partial_state=True)
-    if device is None:
-        os.environ.pop("ACCELERATE_TORCH_DEVICE", None)
-    else:
-        os.environ["ACCELERATE_TORCH_DEVICE"] = device
     try:
         yield
     finally:
         AcceleratorState._reset_state(reset_partial_state=True)
-        if before is None:
-            os.environ.pop("ACCELERATE_TORCH_DEVICE", None)
-        else:
-            os.environ["ACCELERATE_TORCH_DEVICE"] = before
 
 
 def sft_config(out_dir: Path, *, use_cpu: bool, seed: int, pad_to_multiple_of: int | None = None) -> SFTConfig:
@@ -94,7 +84,7 @@ def device_padding(device: str) -> int | None:
     the reference must pad as the device run does or the device is blamed for TRL's choice."""
     if torch.device(device).type == "cpu":
         return None
-    with tempfile.TemporaryDirectory(prefix="compat-sft-") as tmp, accelerate_device(device):
+    with tempfile.TemporaryDirectory(prefix="compat-sft-") as tmp, fresh_accelerate_state():
         return sft_config(Path(tmp), use_cpu=False, seed=0).pad_to_multiple_of
 
 
@@ -102,9 +92,9 @@ def sft_losses(path: Path, inputs: dict[str, torch.Tensor], device: str, *, seed
                pad_to_multiple_of: int | None = None) -> torch.Tensor:
     """Run SFTTrainer for SFT_STEPS and return the logged training loss of each step: the CPU reference with
     ``use_cpu=True`` (and the device run's padding, ``pad_to_multiple_of``), or the device run with
-    ``use_cpu=False`` and ``device`` named to Accelerate."""
+    ``use_cpu=False`` on the device Trainer and Accelerate pick themselves (checked against ``device``)."""
     vocab = int(inputs["input_ids"].max()) + 1
-    with tempfile.TemporaryDirectory(prefix="compat-sft-") as tmp, accelerate_device(None if reference else device):
+    with tempfile.TemporaryDirectory(prefix="compat-sft-") as tmp, fresh_accelerate_state():
         args = sft_config(Path(tmp), use_cpu=reference, seed=seed, pad_to_multiple_of=pad_to_multiple_of)
         model = load_model(path, "cpu")  # Trainer places it on args.device, as for any user
         trainer = SFTTrainer(model=model, args=args, train_dataset=sft_dataset(inputs["input_ids"]),

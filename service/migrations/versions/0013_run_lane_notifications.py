@@ -5,7 +5,7 @@ notifications (webhook, GitHub issues) did, recorded once they were tried.
 Existing runs are the pinned lane's (server default); notifications are nullable (not tried).
 
 Revision ID: 0013
-Revises: 0012
+Revises: 0011
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013"
-down_revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -1,4 +1,4 @@
-"""The corpus of real config.json files (tests/data/configs) through the harness: every native causal LM shrinks to
+"""The corpus of real config.json files (worker/catalog/corpus, shipped product data) through the harness: every native causal LM shrinks to
 a tiny config under the parameter bound, native non-causal classes and remote code are refused with the reason, and
 the trickiest ones pass the CPU self-check (load, forward, generate, train) here; all of them in the slow test.
 
@@ -19,11 +19,12 @@ from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Status
 from compat.settings import get_settings
 from service.validation import InvalidInput, check_config
 from worker.build.tiny_config import count_params, shrink
+from worker.catalog.corpus_models import CORPUS_DIR
 from worker.run.devices import resolve_device
 from worker.run.runner import run_architecture
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-CORPUS = DATA / "configs"
+CORPUS = CORPUS_DIR
 SYNTHETIC = DATA / "synthetic_configs"
 ROWS = json.loads((CORPUS / "index.json").read_text(encoding="utf-8"))["files"]
 REGISTRY = registry_of(transformers)

@@ -1,4 +1,4 @@
-"""The corpus of real config.json files (tests/data/configs) and its index agree, parse, and are sourced.
+"""The corpus of real config.json files (worker/catalog/corpus, shipped product data) and its index agree, parse, and are sourced.
 
 It also pins each row's ``native`` flag to the installed Transformers registry; it builds no model.
 """
@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 import transformers
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "configs"
+from worker.catalog.corpus_models import CORPUS_DIR
+
+CORPUS = CORPUS_DIR
 INDEX = CORPUS / "index.json"
 PROVENANCE = {
     "verbatim",

@@ -7,6 +7,7 @@ pipeline_tag/sort/limit, paginated with a GitHub-style Link header) and for file
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +44,17 @@ FIXTURE_MODELS: list[tuple[str, int, bytes | None]] = [
 ]
 
 
+def fixture_sha(model_id: str) -> str:
+    """The commit sha the fake lists for a model (a 40-hex digest of its id) and serves its config at."""
+    return hashlib.sha1(model_id.encode()).hexdigest()
+
+
+def fixture_trending(model_id: str) -> float:
+    """The fake's trending score: the reverse of the downloads order (less downloaded trends more), so the two
+    sorts differ."""
+    return float(1000 - next(dl for mid, dl, _ in FIXTURE_MODELS if mid == model_id))
+
+
 class FakeHub:
     """The Hub subset huggingface_hub uses for listing models and downloading a config file."""
 
@@ -71,18 +83,21 @@ class FakeHub:
                 if hub.list_status is not None:
                     self._send(hub.list_status, b'{"error": "denied"}')
                     return
-                if query.get("pipeline_tag") != ["text-generation"] or query.get("sort") != ["downloads"]:
+                sort = (query.get("sort") or [""])[0]
+                if query.get("pipeline_tag") != ["text-generation"] or sort not in ("downloads", "trendingScore"):
                     self._send(400, b'{"error": "unexpected query"}')
                     return
                 limit = int(query.get("limit", ["1000"])[0])
                 start = int(query.get("cursor", ["0"])[0])
-                ranked = sorted(hub.models, key=lambda m: -m[1])[:limit]
+                score = (lambda m: -m[1]) if sort == "downloads" else (lambda m: -fixture_trending(m[0]))
+                ranked = sorted(hub.models, key=score)[:limit]
                 page = ranked[start:start + hub.page_size]
-                body = json.dumps([{"id": mid, "_id": mid, "modelId": mid, "downloads": dl,
-                                    "pipeline_tag": "text-generation", "tags": []} for mid, dl, _ in page])
+                body = json.dumps([{"id": mid, "_id": mid, "modelId": mid, "downloads": dl, "sha": fixture_sha(mid),
+                                    "trendingScore": fixture_trending(mid), "pipeline_tag": "text-generation",
+                                    "tags": []} for mid, dl, _ in page])
                 headers = {}
                 if start + hub.page_size < len(ranked):
-                    nxt = dict(limit=limit, pipeline_tag="text-generation", sort="downloads",
+                    nxt = dict(limit=limit, pipeline_tag="text-generation", sort=sort,
                                cursor=start + hub.page_size)
                     headers["Link"] = f'<{hub.endpoint}/api/models?{urlencode(nxt)}>; rel="next"'
                 self._send(200, body.encode(), headers)
@@ -91,7 +106,8 @@ class FakeHub:
                 repo, _, rest = path.lstrip("/").partition("/resolve/")
                 revision, _, filename = rest.partition("/")
                 match = next((m for m in hub.models if m[0] == repo), None)
-                if match is None or match[2] is None or filename != "config.json" or revision != "main":
+                if match is None or match[2] is None or filename != "config.json" or \
+                        revision not in ("main", fixture_sha(repo)):
                     self._send(404, b'{"error": "Entry not found"}', {"X-Error-Code": "EntryNotFound"})
                     return
                 self._send(200, match[2], {"X-Repo-Commit": "0" * 40, "ETag": '"fixture"'})
