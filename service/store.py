@@ -359,7 +359,8 @@ class Store:
             run = s.get(Run, run_id)
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
-            return {"device": run.device, "lane": run.lane or PINNED_LANE, "versions": dict(run.versions or {}),
+            return {"device": run.identity or run.device, "lane": run.lane or PINNED_LANE,
+                    "versions": dict(run.versions or {}),
                     "trigger": run.trigger, "catalog_source": run.catalog_source}
 
     def new_in_release(self, run_id: str) -> NewInRelease | None:
