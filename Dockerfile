@@ -28,6 +28,12 @@ COPY cli ./cli
 # Editable: data directories without __init__.py (templates, static, device profiles) are used in place.
 RUN pip install --no-deps -e . && python -c "import compat, worker.orchestration.celery_app, service.app, cli.app"
 
+# The newest-Transformers lane's image (compose service worker-latest, build arg TRANSFORMERS_LATEST=1): the newest
+# transformers release from the package index over the pin, nothing else changed. Pinned images skip this.
+ARG TRANSFORMERS_LATEST=0
+RUN if [ "$TRANSFORMERS_LATEST" = "1" ]; then pip install --upgrade transformers \
+      && python -c "import transformers, cli.app; print('transformers', transformers.__version__)"; fi
+
 # Never run the harness as root: it loads model configs from the Hub and runs generated models.
 RUN useradd --create-home --uid 10001 compat && mkdir -p /app/var && chown compat:compat /app/var
 USER compat

@@ -23,6 +23,7 @@ from compat.decisions import DecisionEffect, headline_range
 from compat.diff import RunDiff
 from compat.identity import identity_of
 from compat.results import (
+    PINNED_LANE,
     ArchitectureEntry,
     Check,
     Report,
@@ -39,7 +40,7 @@ from service.store import RunStateError, Store
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
-from worker.orchestration import chains, decisions
+from worker.orchestration import chains, decisions, notify
 from worker.orchestration.celery_app import make_app
 from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcome
 from worker.orchestration.flake_guard import rerun_regressions, rerun_work
@@ -126,7 +127,7 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
     if measure_chains and not broker:
         _measure_chains(report, dev, jobs, sink, json_path)
     rerun = (_broker_rerun(report, dev) if broker else _local_rerun(report, dev)) if baseline else None
-    return _summary(report, dev, json_path, baseline, fail_on_regression, rerun)
+    return _summary(report, dev, json_path, baseline, fail_on_regression, rerun, stored=store)
 
 
 def _local_rerun(report: Report, dev: Device) -> Rerun:
@@ -192,7 +193,7 @@ def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, 
 
 
 def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str | None,
-             fail_on_regression: bool, rerun: Rerun | None = None) -> int:
+             fail_on_regression: bool, rerun: Rerun | None = None, *, stored: bool = True) -> int:
     """The sweep's coverage table (over the run's catalog: the API's and the pages' denominator), its scope and
     state, then the gate's verdict when ``baseline`` is given (``rerun``: the flake guard)."""
     run = report.run
@@ -215,6 +216,8 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
                   highlight=False, soft_wrap=True)
     effects = [DecisionEffect(**d) for d in report.decisions]
     console.print(f"headline: {headline_range(cov.supported, n, effects).text()}", highlight=False, soft_wrap=True)
+    if stored:
+        _new_in_release(run.id, run.lane)
     if cached := [r.metrics["reference_cache"] for r in report.results if "reference_cache" in r.metrics]:
         console.print(f"reference cache: {cached.count('hit')} hits, {cached.count('miss')} misses", highlight=False)
     if run.state not in (None, RunState.COMPLETE):
@@ -225,6 +228,14 @@ def _summary(report: Report, dev: Device, json_path: Path | None, baseline: str 
     if baseline:
         return _regression_gate(run.id, dev.name, baseline, fail_on_regression, rerun)
     return 0
+
+
+def _new_in_release(run_id: str, lane: str) -> None:
+    """``new in transformers X: ...`` for a registry sweep: always on a newer library's lane, elsewhere only when
+    the installed release brought architectures (``service.history.new_in_release_of``)."""
+    new = Store().new_in_release(run_id)
+    if new is not None and (new.architectures or lane != PINNED_LANE):
+        console.print(new.text(), highlight=False, markup=False, soft_wrap=True)
 
 
 def _resume(run_id: str, jobs: int, json_path: Path | None, baseline: str | None, fail_on_regression: bool) -> int:
@@ -298,9 +309,12 @@ def _broker_sweep(entries: list[ArchitectureEntry], device: Device, checks: list
 
 def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression: bool,
                      rerun: Rerun | None = None) -> int:
-    verdict = regression_gate(Store(), run_id, device, baseline, fail_on_regression, rerun)
+    store = Store()
+    verdict = regression_gate(store, run_id, device, baseline, fail_on_regression, rerun)
     for line in verdict.lines:  # never wrapped: one regression per line, for a CI log's grep
         console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if verdict.diff is not None and (sent := notify.deliver(store, verdict.diff)) is not None:
+        console.print(f"notifications: {notify.summary(sent)}", highlight=False, markup=False, soft_wrap=True)
     return verdict.code
 
 

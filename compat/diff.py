@@ -167,6 +167,7 @@ def format_diff(diff: RunDiff) -> str:
 class GateVerdict:
     code: int  # the exit code: 1 = the gate failed
     lines: list[str]
+    diff: RunDiff | None = None  # what the verdict judged (the notifications are built on it)
 
 
 def gate(diff: RunDiff, *, state: str, planned: int, missing: int, fail_on_regression: bool) -> GateVerdict:
@@ -178,4 +179,4 @@ def gate(diff: RunDiff, *, state: str, planned: int, missing: int, fail_on_regre
     if state != RunState.COMPLETE:
         lines.insert(0, f"run {diff.current_run} is {state}: {missing} of {planned} planned result(s) missing")
         failed = True
-    return GateVerdict(int(fail_on_regression and failed), lines)
+    return GateVerdict(int(fail_on_regression and failed), lines, diff)

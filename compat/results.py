@@ -199,6 +199,11 @@ class Provenance(BaseModel):
     config_digest: str | None = None  # sha256 of the config as stored (compat.configjson.config_digest)
 
 
+# The run's lane: the project's exact pins, or a newer library installed over them (its own identity and baseline).
+PINNED_LANE = "pinned"
+TRANSFORMERS_LATEST_LANE = "transformers-latest"
+
+
 class RunInfo(BaseModel):
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     trigger: Trigger = Trigger.MANUAL
@@ -207,6 +212,7 @@ class RunInfo(BaseModel):
     catalog_source: str = "registry"
     snapshot_id: str | None = None
     scope: Scope = Scope.FULL  # the whole catalog, or a selection of it (never a headline)
+    lane: str = PINNED_LANE  # pinned, or transformers-latest: its own identity and baseline (COMPAT_LANE)
     checks: list[Check] = Field(default_factory=lambda: list(DEFAULT_CHECKS))
     started: datetime = Field(default_factory=lambda: datetime.now(UTC))
     finished: datetime | None = None

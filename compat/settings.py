@@ -9,7 +9,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT = "neuron-compat"
@@ -71,6 +71,23 @@ class Settings(BaseSettings):
     worker_max_memory_mb: int = Field(4096, ge=64)  # recycle a pool process above this RSS
     # "module:function" replacing worker.run.runner.run_on (the device by name) in tasks; tests and benchmarks only.
     run_hook: str = ""
+
+    # Notifications (worker/orchestration/notify.py), each off until configured. The webhook gets one JSON POST per
+    # run with confirmed regressions; GitHub gets one issue per failure signature. Every request gets
+    # ``notify_timeout_s`` and ``notify_retries`` more tries, so a down or slow endpoint delays a run by a bounded time.
+    notify_webhook: SecretStr = SecretStr("")  # a Slack-style webhook URL is itself a credential: never logged
+    public_url: str = ""  # the dashboard's public address, for the links in notifications (e.g. https://compat.example)
+    github_repo: str = Field("", pattern=r"^$|^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")  # owner/name
+    github_token: SecretStr = SecretStr("")
+    github_api_url: str = "https://api.github.com"  # tests point it at a fake GitHub on 127.0.0.1
+    notify_timeout_s: float = Field(5.0, gt=0, le=60)
+    notify_retries: int = Field(1, ge=0, le=5)
+    # The lane a run belongs to (its own identity and baseline): "pinned" (the project's exact pins) or
+    # "transformers-latest" (the newest transformers release installed over the pin; .github/workflows/nightly.yml).
+    lane: str = Field("pinned", pattern=r"^[a-z0-9][a-z0-9-]{0,31}$")
+    # Cron of the newest-Transformers lane's nightly in ``compat beat`` (empty: off); its tasks go to
+    # ``<celery_queue>-<lane>``, served by workers that have that transformers installed (docker-compose.yml).
+    latest_lane_cron: str = ""
 
     # Service.
     host: str = "127.0.0.1"

@@ -1,5 +1,6 @@
-"""Run pages: the list of runs, one run (with live progress while it runs), the diff of two runs and the
-captured logs of an architecture in a run; all read through ``service.queries``."""
+"""Run pages: the list of runs, one run (with live progress while it runs), the diff of two runs, what regressed in
+the last N days, and the captured logs of an architecture in a run; all read through ``service.queries`` and
+``service.history``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sqlalchemy.orm import Session
 from compat.results import ALL_CHECKS, RunKind, Status
 from compat.states import RunState
 from dashboards.templating import not_found, render
-from service import queries
+from service import history, queries
 from service.deps import get_session
 
 router = APIRouter(include_in_schema=False)
@@ -49,6 +50,14 @@ def run_diff(request: Request, session: Session = Depends(get_session)) -> HTMLR
         return not_found(request, "Run", f"Cannot compare: {exc}.", "/runs", "Back to the runs")
     checks = [str(c) for c in ALL_CHECKS if str(c) in set(ra.checks) | set(rb.checks)]
     return render(request, "diff.html", page_title="Run diff", diff=diff, a=ra, b=rb, checks=checks)
+
+
+@router.get("/regressions", response_class=HTMLResponse)
+def regressions(request: Request, session: Session = Depends(get_session)) -> HTMLResponse:
+    """What regressed in the last N days (``service.history.regressions_since``, the API's answer)."""
+    days = min(history.MAX_DAYS, _int(request.query_params.get("days"), 30))
+    return render(request, "regressions.html", page_title="Regressions",
+                  data=history.regressions_since(session, days))
 
 
 def _percent(results: int, planned: int) -> float:

@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from compat.settings import Settings, get_settings
 from service import db, log_redaction
-from service.api import badges, models, results, submissions
+from service.api import badges, exports, models, results, submissions
 from service.metrics import Metrics, MetricsMiddleware
 from service.queries import NotFound
 from service.submissions import HubConfig
@@ -111,7 +111,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool = True,
     metrics = Metrics()
     app.state.metrics = metrics
     _install_error_handlers(app)
-    for module in (results, badges, submissions, models):
+    for module in (results, exports, badges, submissions, models):
         app.include_router(module.router, prefix=API_PREFIX)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness and database reachability")

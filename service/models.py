@@ -110,6 +110,10 @@ class Run(Base):
     # Blocker chains (0015): compat.chains.Chain.model_dump() per architecture failing at an op, measured by moving
     # its blocking ops to the CPU fallback (Store.set_chains); None = not measured (only first blockers known).
     chains: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    # The lane (0013): "pinned" (the project's pins) or e.g. "transformers-latest"; baselines stay within a lane.
+    lane: Mapped[str] = mapped_column(String(32), default="pinned", server_default="pinned")
+    # What the run's notifications did (0013): {"webhook": {...}, "github": {...}}; None = not tried.
+    notifications: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     __table_args__ = (Index("ix_runs_device_started", "device", "started"),
                       Index("ix_runs_identity_started", "identity", "started"))

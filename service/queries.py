@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from compat import status_filter
 from compat.blocking import blocking_record
 from compat.results import (
+    PINNED_LANE,
     SUPPORT_CHECKS,
     ResultRecord,
     RunKind,
@@ -28,6 +29,7 @@ from compat.results import (
 )
 from compat.states import FINISHED_STATES, RunState, SubmissionState
 from compat.verdict_text import verdict_text
+from service import history
 from service import schemas as S
 from service import submissions as submission_rules
 from service.blockers import blockers_out
@@ -224,7 +226,8 @@ def _summary(session: Session, run: Run) -> dict:
                 versions=run.versions or {}, checks=run.checks or [], planned=planned,
                 results=results, missing=max(0, planned - results), total=total, supported=supported,
                 end_reason=run.end_reason, device_name=run.device, profile=run.profile, strict=bool(run.strict),
-                determinants=run.determinants or {}, rerun_of=run.rerun_of, rerun=rerun_of(session, run.id))
+                determinants=run.determinants or {}, rerun_of=run.rerun_of, rerun=rerun_of(session, run.id),
+                lane=run.lane or PINNED_LANE)
 
 
 def list_runs(session: Session, *, device: str | None = None, trigger: str | None = None,
@@ -289,8 +292,10 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
         rows = session.scalars(select(Result).where(Result.run_id == run_id)
                                .order_by(Result.rank.nulls_last(), Result.architecture, Result.id))
         results = [row_to_record(r).model_copy(update={"log": None}) for r in rows]  # logs: via the run's files
+    new = history.new_in_release_of(session, run_id)
     return S.RunDetail(**_summary(session, run), device_info=run.device_info or {}, status_counts=counts,
-                       result_list=results)
+                       result_list=results, notifications=run.notifications,
+                       new_in_release=new.text() if new else None, new_architectures=new.architectures if new else [])
 
 
 def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:

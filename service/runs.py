@@ -8,6 +8,8 @@ an architecture's latest results. The run-selection half of the read rules (docs
   the flake guard's re-runs are never "latest": they belong to the run they re-ran;
 - baseline of a run = the newest finished run before it of the same identity, trigger and catalog ranking; a full
   run is compared with a full one, a selection run over its own selection.
+  Headlines read the pinned lane (``compat.results.PINNED_LANE``); baselines stay within a lane: a
+  newest-Transformers lane run is its own identity, never a headline.
 
 Used by ``service.queries`` (the API's and the pages' reads) and by ``service.store`` (the CLI's and the gate's).
 """
@@ -18,7 +20,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from compat import identity
-from compat.results import ResultRecord, Scope, Trigger, is_ranked, scope_label
+from compat.results import PINNED_LANE, ResultRecord, Scope, Trigger, is_ranked, scope_label
 from compat.states import FINISHED_STATES
 from service.lifecycle import reap
 from service.models import Device, PlannedResult, Result, Run, RunArchitecture
@@ -31,6 +33,7 @@ IS_SUBMISSION = Run.trigger == str(Trigger.SUBMISSION)
 # A run every "latest" and "baseline" read may choose: finished (complete or incomplete), not a submission, not a
 # flake guard's re-run.
 _FINISHED_SWEEP = (~IS_SUBMISSION, Run.state.in_(FINISHED_STATES), Run.rerun_of.is_(None))
+FINISHED_SWEEP = _FINISHED_SWEEP  # the same run set for service.history's windows (any lane, any scope)
 
 
 class NotFound(LookupError):
@@ -47,11 +50,11 @@ def run_scope_label(run: Run, size: int) -> str:
 
 
 def finished_sweeps(device: str | None = None, *, trigger: str | None = None,
-                    scope: str | None = str(Scope.FULL)) -> Select[tuple[Run]]:
+                    scope: str | None = str(Scope.FULL), lane: str = PINNED_LANE) -> Select[tuple[Run]]:
     """The runs every "latest" read chooses from, newest first: finished (complete or incomplete), not a
-    submission, of the device identity ``device`` (None: any), of ``trigger`` if given, of ``scope`` (default
-    full; None: any)."""
-    q = select(Run).where(*_FINISHED_SWEEP)
+    submission, of ``lane`` (default the pinned one), of the device identity ``device`` (None: any), of
+    ``trigger`` if given, of ``scope`` (default full; None: any)."""
+    q = select(Run).where(*_FINISHED_SWEEP, Run.lane == lane)
     if device is not None:
         q = q.where(Run.identity == device)
     if trigger is not None:
@@ -72,7 +75,7 @@ def latest_run(session: Session, device: str, *, trigger: str | None = None,
 
 
 def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -> Run | None:
-    """What ``run_id`` is compared with: the newest finished run started before it of the same device identity
+    """What ``run_id`` is compared with: the newest finished run started before it of the same lane and device identity
     (name, profile, strict: a trn3 run never against a trn2 one, a strict run never against a fallback one), of
     ``trigger`` (None: any but submission), with a catalog ranked alike (Hub vs registry); a full run's baseline is
     full, a selection run's may be either (it is compared over its selection). None for the first one."""
@@ -81,7 +84,7 @@ def baseline_run(session: Session, run_id: str, *, trigger: str | None = None) -
         return None
     sources = [src for src, in session.execute(select(Run.catalog_source).distinct())
                if is_ranked(src) == is_ranked(run.catalog_source)]
-    q = (select(Run).where(*_FINISHED_SWEEP, Run.identity == run.identity, Run.id != run.id,
+    q = (select(Run).where(*_FINISHED_SWEEP, Run.identity == run.identity, Run.id != run.id, Run.lane == run.lane,
                            Run.catalog_source.in_(sources),
                            (Run.started < run.started) | ((Run.started == run.started) & (Run.id < run.id))))
     if trigger is not None:

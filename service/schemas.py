@@ -183,6 +183,7 @@ class RunSummary(BaseModel):
     total: int  # architectures in the run's catalog
     supported: int
     end_reason: str | None = None  # why an interrupted run was interrupted
+    lane: str = "pinned"  # compat.results.PINNED_LANE, or a newer library's lane: its own identity and baseline
     # ``device`` is the identity (compat.identity: "neuron (trn2)"); ``device_name`` the torch device alone.
     device_name: str = ""
     profile: str | None = None
@@ -205,6 +206,11 @@ class RunDetail(RunSummary):
     device_info: dict[str, Any] = Field(default_factory=dict)
     status_counts: dict[str, int] = Field(default_factory=dict)
     result_list: list[ResultRecord] = Field(default_factory=list)
+    # What the run's notifications did (worker/orchestration/notify.py): webhook / github state; None = not tried.
+    notifications: dict[str, Any] | None = None
+    # A registry sweep: "new in transformers X: ..." and those architectures (compat.lane; None: not a registry run).
+    new_in_release: str | None = None
+    new_architectures: list[str] = Field(default_factory=list)
 
 
 class LogEntry(BaseModel):
@@ -391,3 +397,37 @@ class ErrorBody(BaseModel):
     error: str
     detail: Any = None
     field: str | None = None  # the input to fix, for 422s on submissions
+
+
+class RegressionEvent(BaseModel):
+    """One regression of a run against its own baseline (``compat.history``)."""
+
+    run_id: str
+    baseline_run: str | None = None
+    started: datetime
+    device: str
+    trigger: str
+    lane: str
+    architecture: str
+    check: str
+    before: str | None = None
+    after: str | None = None
+    detail: str = ""
+
+
+class RegressedArchitecture(BaseModel):
+    architecture: str
+    regressions: int  # (run, check) pairs that regressed
+    runs: int  # runs in which it regressed
+    last: datetime
+    last_run: str
+
+
+class RegressionHistory(BaseModel):
+    """``GET /api/v1/regressions?days=N``: what regressed in the last N days, newest first."""
+
+    days: int
+    since: datetime
+    runs_examined: int
+    events: list[RegressionEvent]
+    architectures: list[RegressedArchitecture]

@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session
 from compat.chains import Chain
 from compat.decisions import DecisionEffect
 from compat.identity import identity_of
+from compat.lane import NewInRelease
 from compat.lifecycle import DEFAULT_SILENCE_S
 from compat.results import (
+    PINNED_LANE,
     ArchitectureEntry,
     Check,
     DeviceInfo,
@@ -29,7 +31,7 @@ from compat.results import (
     Trigger,
 )
 from compat.states import RESUMABLE_STATES, RunState, SubmissionState
-from service import db, runs
+from service import db, history, runs
 from service.lifecycle import reap, this_host
 from service.models import (
     Architecture,
@@ -123,7 +125,7 @@ class Store:
                     state=RunState.RUNNING.value, **provenance_columns(prov), scope=str(run.scope),
                     owner_host=this_host() if owned else None, owner_pid=os.getpid() if owned else None,
                     heartbeat=now, identity=ident.label, profile=ident.profile, strict=ident.strict,
-                    determinants=dict(run.determinants) or None, rerun_of=run.rerun_of,
+                    determinants=dict(run.determinants) or None, rerun_of=run.rerun_of, lane=run.lane,
                 ))
                 s.flush()
             if run.trigger != Trigger.SUBMISSION:
@@ -231,7 +233,8 @@ class Store:
                            snapshot_id=run.snapshot_id, scope=Scope(run.scope or Scope.FULL),
                            checks=[Check(c) for c in run.checks or []], started=aware(run.started),
                            provenance=Provenance() if run.submission_id else None,
-                           determinants=run.determinants or {}, rerun_of=run.rerun_of)
+                           determinants=run.determinants or {}, rerun_of=run.rerun_of,
+                           lane=run.lane or PINNED_LANE)
             return info, sorted(planned), stored
 
     def run_state(self, run_id: str) -> tuple[str, int, int]:
@@ -330,6 +333,45 @@ class Store:
             if run is None:
                 raise KeyError(f"unknown run {run_id!r}")
             return [DecisionEffect(**d) for d in run.decisions or []]
+
+    # -- notifications (worker/orchestration/notify.py) ----------------------------------------------------------
+
+    def claim_notifications(self, run_id: str) -> bool:
+        """Take the run's one notification turn: True for exactly one caller (the state goes from none to
+        ``pending`` in one UPDATE), so racing finalizers and a following gate never notify twice."""
+        with self.session() as s:
+            done = s.execute(update(Run).where(Run.id == run_id, Run.notifications.is_(None))
+                             .values(notifications={"state": "pending"}))
+            return bool(done.rowcount)
+
+    def set_notifications(self, run_id: str, state: dict) -> None:
+        """What the run's notifications did (``notify.deliver``'s record), shown with the run."""
+        with self.session() as s:
+            s.execute(update(Run).where(Run.id == run_id).values(notifications=state))
+
+    def notifications(self, run_id: str) -> dict | None:
+        with self.session() as s:
+            return s.scalar(select(Run.notifications).where(Run.id == run_id))
+
+    def run_identity(self, run_id: str) -> dict:
+        """The run's device, lane and library versions (what a notification and the lane's report name)."""
+        with self.session() as s:
+            run = s.get(Run, run_id)
+            if run is None:
+                raise KeyError(f"unknown run {run_id!r}")
+            return {"device": run.identity or run.device, "lane": run.lane or PINNED_LANE,
+                    "versions": dict(run.versions or {}),
+                    "trigger": run.trigger, "catalog_source": run.catalog_source}
+
+    def new_in_release(self, run_id: str) -> NewInRelease | None:
+        """``service.history.new_in_release_of``: the run's architectures new in its transformers release."""
+        with self.session() as s:
+            return history.new_in_release_of(s, run_id)
+
+    def run_catalog(self, run_id: str) -> list[str]:
+        """The architectures a run was planned over (its catalog, or its selection)."""
+        with self.session() as s:
+            return list(s.scalars(select(RunArchitecture.architecture).where(RunArchitecture.run_id == run_id)))
 
     def op_traces(self, run_id: str) -> list[OpTrace]:
         with self.session() as s:

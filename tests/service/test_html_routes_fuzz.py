@@ -24,9 +24,11 @@ BOUNDARIES = [0, -1, 2**31 - 1, 2**31, 2**63 - 1, 2**63, 2**64, 10**20, 10**30, 
 EXTREME_INTS = st.one_of(st.sampled_from(BOUNDARIES), st.integers(min_value=-(10**40), max_value=10**40))
 VALUE = st.one_of(EXTREME_INTS.map(str), EXTREME_INTS.map(str), st.text(max_size=40),
                   st.sampled_from(["", "1e309", "nan", "-0", "1.5", "%00", "../", "9" * 5000]))
-QUERY_KEYS = ("page", "top", "sort", "order", "q", "status", "device", "check", "a", "b", "per_page", "state")
+QUERY_KEYS = ("page", "top", "sort", "order", "q", "status", "device", "check", "a", "b", "per_page", "state",
+              "days")
 # Every GET page; test_the_fuzzed_routes_are_all_the_pages keeps this list equal to the app's.
-PAGES = ["/", "/architectures/{name}", "/blockers", "/matrix", "/models", "/models/{org}/{name}", "/runs", "/runs/diff", "/runs/{run_id}",
+PAGES = ["/", "/architectures/{name}", "/blockers", "/matrix", "/models", "/models/{org}/{name}",
+         "/regressions", "/runs", "/runs/diff", "/runs/{run_id}",
          "/runs/{run_id}/log/{architecture}", "/runs/{run_id}/progress.json", "/submissions/{submission_id}",
          "/submissions/{submission_id}/status.json", "/submit"]
 

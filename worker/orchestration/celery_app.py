@@ -18,6 +18,7 @@ from kombu.transport import redis as kombu_redis
 from kombu.utils.encoding import bytes_to_str
 from kombu.utils.json import loads
 
+from compat.results import PINNED_LANE, TRANSFORMERS_LATEST_LANE
 from compat.settings import Settings, get_settings
 from worker.run.pool import WORKER_IDLE_FLOOR_MB
 
@@ -277,15 +278,30 @@ def parse_cron(expr: str) -> crontab:
     return crontab(minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow)
 
 
-def beat_schedule(cron: str, queue: str) -> dict[str, dict[str, Any]]:
-    """The beat schedule: one nightly sweep with trigger ``nightly``, at ``cron`` (UTC)."""
-    return {
+def lane_queue(queue: str, lane: str) -> str:
+    """The queue of a lane's tasks: the pinned lane's is ``queue``; another lane's workers (a newer transformers
+    installed) serve ``<queue>-<lane>`` and fan their architectures out on it (their COMPAT_CELERY_QUEUE)."""
+    return queue if lane == PINNED_LANE else f"{queue}-{lane}"
+
+
+def beat_schedule(cron: str, queue: str, latest_lane_cron: str = "") -> dict[str, dict[str, Any]]:
+    """The beat schedule: one nightly sweep with trigger ``nightly``, at ``cron`` (UTC); with ``latest_lane_cron``
+    (COMPAT_LATEST_LANE_CRON) also the newest-Transformers lane's nightly, sent to that lane's queue."""
+    schedule = {
         "nightly-sweep": {
             "task": NIGHTLY_TASK,
             "schedule": parse_cron(cron),
             "options": {"queue": queue},
         }
     }
+    if latest_lane_cron:
+        schedule[f"nightly-sweep-{TRANSFORMERS_LATEST_LANE}"] = {
+            "task": NIGHTLY_TASK,
+            "schedule": parse_cron(latest_lane_cron),
+            "kwargs": {"lane": TRANSFORMERS_LATEST_LANE},
+            "options": {"queue": lane_queue(queue, TRANSFORMERS_LATEST_LANE)},
+        }
+    return schedule
 
 
 def make_app(settings: Settings | None = None) -> Celery:
@@ -293,7 +309,7 @@ def make_app(settings: Settings | None = None) -> Celery:
     settings = settings or get_settings()
     app = Celery("compat")
     app.conf.update(celery_config(settings))
-    app.conf.beat_schedule = beat_schedule(settings.nightly_cron, settings.celery_queue)
+    app.conf.beat_schedule = beat_schedule(settings.nightly_cron, settings.celery_queue, settings.latest_lane_cron)
     # Registers the shared tasks (and the worker-side failure recorder) on every app.
     app.conf.include = ["worker.orchestration.tasks"]
     return app

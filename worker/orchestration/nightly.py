@@ -91,4 +91,4 @@ def regression_gate(store: RunStore, run_id: str, device: str, baseline: str,
         diff = stored_diff(store, run_id, baseline_id)
     state, planned, missing = store.run_state(run_id)
     verdict = gate(diff, state=state, planned=planned, missing=missing, fail_on_regression=fail_on_regression)
-    return GateVerdict(verdict.code, [note, *verdict.lines]) if note else verdict
+    return GateVerdict(verdict.code, [note, *verdict.lines], verdict.diff) if note else verdict

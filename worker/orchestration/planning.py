@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from compat.results import NIGHTLY_CHECKS, ArchitectureEntry, Check, RunInfo, Scope, Trigger
-from compat.settings import Settings
+from compat.settings import Settings, get_settings
 from worker.catalog.catalog import CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration.executors import SweepPlan
@@ -26,7 +26,8 @@ def make_plan(entries: list[ArchitectureEntry], device: Device, checks: list[Che
     them (the workers are expected to match: they are the cluster's, configured alike)."""
     run = RunInfo(trigger=trigger, device=device.info, versions=device_versions(device),
                   catalog_source=catalog_source, snapshot_id=snapshot_id, scope=scope, checks=list(checks),
-                  determinants=run_determinants(device), rerun_of=rerun_of)
+                  determinants=run_determinants(device), rerun_of=rerun_of,
+                  lane=get_settings().lane)
     return SweepPlan(run=run, entries=entries, checks=list(checks), database_url=database_url, workdir=workdir,
                      seed=seed)
 

@@ -175,7 +175,8 @@ def run_sweep(
         run = RunInfo(trigger=Trigger(trigger), device=device.info, versions=device_versions(device),
                       catalog_source=catalog_source, snapshot_id=snapshot_id,
                       scope=Scope.SUBMISSION if submitted else Scope(scope), checks=order, provenance=provenance,
-                      determinants=run_determinants(device), rerun_of=rerun_of)
+                      determinants=run_determinants(device), rerun_of=rerun_of,
+                      lane=settings.lane)
     sub_id = run.provenance.submission_id if run.provenance is not None else None
     repro = submission_repro(sub_id) if run.trigger == Trigger.SUBMISSION and sub_id is not None else repro_command
     report = Report(run=run, architectures=entries)

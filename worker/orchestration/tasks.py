@@ -136,12 +136,18 @@ def record_lost_or_timed_out(sender: Any = None, task_id: str | None = None, exc
 
 
 @shared_task(name=NIGHTLY_TASK, bind=True)
-def nightly_sweep_task(self: Any) -> dict[str, Any]:
-    """The beat's nightly job: plan a sweep with trigger ``nightly`` and fan it out on this cluster."""
+def nightly_sweep_task(self: Any, lane: str | None = None) -> dict[str, Any]:
+    """The beat's nightly job: plan a sweep with trigger ``nightly`` and fan it out on this cluster. ``lane``: the
+    lane the beat meant (a lane's task is sent to its own queue, ``celery_app.lane_queue``); a worker of another lane
+    refuses it rather than measure the wrong transformers under that lane's name."""
     # Planning reads the catalog and resolves the device (transformers, torch): in the pool process running this.
     from worker.orchestration.planning import nightly_plan
 
-    plan = nightly_plan(get_settings())
+    settings = get_settings()
+    if lane is not None and lane != settings.lane:
+        raise ValueError(f"nightly of lane {lane!r} reached a worker of lane {settings.lane!r} (COMPAT_LANE): only "
+                         f"workers with COMPAT_LANE={lane} may serve its queue (docker-compose.yml, worker-latest)")
+    plan = nightly_plan(settings)
     run_id = executors.CeleryExecutor(self.app).submit(store_for(plan.database_url), plan)
     log.info("nightly run %s: %d architectures on %s submitted", run_id, len(plan.entries), plan.device)
     return {"run_id": run_id, "architectures": len(plan.entries), "device": plan.device}
