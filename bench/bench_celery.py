@@ -102,7 +102,7 @@ def main() -> None:
     from worker.orchestration.executors import CeleryExecutor
     from worker.orchestration.planning import make_plan
     from worker.orchestration.sweep import InProcessExecutor
-    from worker.run.devices import resolve_device
+    from worker.run.process.devices import resolve_device
 
     get_settings.cache_clear()
     settings = get_settings()

@@ -73,12 +73,12 @@ def in_process(args: argparse.Namespace) -> None:
     from compat.results import Check  # noqa: PLC0415
     from worker.build.build import build_checkpoint  # noqa: PLC0415
     from worker.catalog.catalog import registry_entries  # noqa: PLC0415
-    from worker.run.checks import CheckContext, run_check  # noqa: PLC0415
-    from worker.run.reference import prepare_reference  # noqa: PLC0415
-    from worker.run.runner import warm_worker  # noqa: PLC0415
+    from worker.run.checks.checks import CheckContext, run_check  # noqa: PLC0415
+    from worker.run.reference.reference import prepare_reference  # noqa: PLC0415
+    from worker.run.runner.runner import warm_worker  # noqa: PLC0415
 
     warm_worker(1, "neuron")
-    from worker.run.devices import process_device  # noqa: PLC0415
+    from worker.run.process.devices import process_device  # noqa: PLC0415
 
     device = process_device("neuron")
     entries = {e.name: e for e in registry_entries()}

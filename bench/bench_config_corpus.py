@@ -27,8 +27,8 @@ import transformers  # noqa: E402 - after the path is set
 
 from compat.native import causal_lm_problem, registry_of, remote_code_verdict  # noqa: E402
 from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Status  # noqa: E402
-from worker.run.devices import resolve_device  # noqa: E402
-from worker.run.runner import run_architecture  # noqa: E402
+from worker.run.process.devices import resolve_device  # noqa: E402
+from worker.run.runner.runner import run_architecture  # noqa: E402
 
 CORPUS = ROOT / "worker" / "catalog" / "corpus"
 SYNTHETIC = ROOT / "tests" / "data" / "synthetic_configs" / "nemotron_h_nonfinite.json"

@@ -16,7 +16,7 @@ from compat.coverage import coverage
 from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check, Status
 from worker.catalog.load import load_catalog
 from worker.orchestration.sweep import run_sweep
-from worker.run.devices import Device, resolve_device
+from worker.run.process.devices import Device, resolve_device
 
 
 def sweep_once(entries, device: Device, checks, jobs: int) -> dict:  # noqa: ANN001

@@ -39,8 +39,8 @@ from worker.judge.calibration import (
     source_label,
 )
 from worker.orchestration.sweep import run_sweep
-from worker.run.devices import Device, DeviceError, device_versions, resolve_device
-from worker.run.pool import MemoryLimitTooLow, check_memory_limit
+from worker.run.process.devices import Device, DeviceError, device_versions, resolve_device
+from worker.run.process.pool import MemoryLimitTooLow, check_memory_limit
 
 REPORT_VERSION = 1
 # The real config.json corpus (shipped product data, worker/catalog/corpus, with index.json naming each file's Hub

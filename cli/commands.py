@@ -48,12 +48,12 @@ from worker.orchestration.nightly import Rerun, regression_gate
 from worker.orchestration.planning import make_plan
 from worker.orchestration.submissions import submission_entry
 from worker.orchestration.sweep import run_sweep, write_report
-from worker.run.checks import RUN_ORDER
-from worker.run.device_names import device_type
-from worker.run.devices import Device, DeviceError, resolve_device
-from worker.run.pool import MemoryLimitTooLow, check_memory_limit
-from worker.run.reference_cache import folder_cache
-from worker.run.repro_finetune import ReproMixError, finetune_repro
+from worker.run.checks.checks import RUN_ORDER
+from worker.run.process.device_names import device_type
+from worker.run.process.devices import Device, DeviceError, resolve_device
+from worker.run.process.pool import MemoryLimitTooLow, check_memory_limit
+from worker.run.reference.reference_cache import folder_cache
+from worker.run.repro.repro_finetune import ReproMixError, finetune_repro
 
 
 def _device(name: str) -> Device:
@@ -388,7 +388,7 @@ def whatif(*, chosen: dict[str, str], device: str, run_id: str | None, json_path
 
 
 def cache_info() -> None:
-    """``compat cache info``: the CPU reference cache's folder, entries and size (worker/run/reference_cache.py)."""
+    """``compat cache info``: the CPU reference cache's folder, entries and size (worker/run/reference/reference_cache.py)."""
     info = folder_cache().info()
     state = "on" if get_settings().reference_cache else "off (COMPAT_REFERENCE_CACHE=0)"
     console.print(f"reference cache {state}: {info.entries} entries, {info.size_bytes / 2**20:.1f} MiB of "

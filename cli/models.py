@@ -24,8 +24,8 @@ from worker.catalog.corpus_models import classify, corpus_rows
 from worker.catalog.hub import fetch_config, resolve_endpoint
 from worker.catalog.hub_models import SORTS, refresh_models
 from worker.orchestration.model_sweep import ModelSweep, prepare_models, run_models
-from worker.run.devices import DeviceError, resolve_device
-from worker.run.pool import MemoryLimitTooLow, check_memory_limit
+from worker.run.process.devices import DeviceError, resolve_device
+from worker.run.process.pool import MemoryLimitTooLow, check_memory_limit
 
 GB = 1e9
 

@@ -19,7 +19,7 @@ from compat.identity import Identity, parse
 from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check
 from compat.settings import get_settings
 from worker.catalog.names import catalog_names
-from worker.run.device_names import KNOWN_DEVICES, device_type, normalize
+from worker.run.process.device_names import KNOWN_DEVICES, device_type, normalize
 
 SOURCES = ("auto", "hub", "snapshot", "registry")  # catalog sources (worker.catalog.load.SOURCES, auto first)
 LIST_ARCHITECTURES = "`compat catalog list`"

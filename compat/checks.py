@@ -29,7 +29,7 @@ class CheckKind(StrEnum):
     DEFAULT = "default"  # run unless asked otherwise, in the architecture's process
     OPT_IN = "opt_in"  # compile: it costs far more than the default four together
     FINETUNE = "finetune"  # fine-tuning in the architecture's process, on a model of its own (issue 14)
-    DISTRIBUTED = "distributed"  # fine-tuning in a 2-rank process group (worker/run/group.py), not in the process
+    DISTRIBUTED = "distributed"  # fine-tuning in a 2-rank process group (worker/run/ranks/group.py), not in the process
 
 
 @dataclass(frozen=True)

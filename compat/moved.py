@@ -1,7 +1,7 @@
 """What determines a run's results, as one flat mapping, and what moved between a baseline and a run: every key
 whose value differs, e.g. ``switch integer_sort_topk: runs -> fails`` or ``transformers 5.23.0 -> 5.24.0``.
 
-The run records its determinants when it starts (``worker/run/determinants.py`` collects them); the diff shows what
+The run records its determinants when it starts (``worker/run/process/determinants.py`` collects them); the diff shows what
 moved above its regressions on the CLI, the API's diff and the run diff page (issue 34 item 2). Pure.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The libraries whose versions decide a result (the reference cache keys on the same ones: worker/run/reference.py).
+# The libraries whose versions decide a result (the reference cache keys on the same ones: worker/run/reference/reference.py).
 LIBRARIES = ("torch", "transformers", "peft", "trl", "accelerate")
 SWITCH_PREFIX = "switch "
 # Every fixed key a run records; a diff lists them in this order, with the switches ("switch <id>") before "mode".

@@ -50,7 +50,7 @@ class Settings(BaseSettings):
     arch_memory_mb: int = Field(6144, ge=256)
     max_tiny_params: int = Field(8_000_000, ge=1000)
     seed: int = 0
-    # The content-addressed CPU reference cache (worker/run/reference_cache.py): on/off (COMPAT_REFERENCE_CACHE=0),
+    # The content-addressed CPU reference cache (worker/run/reference/reference_cache.py): on/off (COMPAT_REFERENCE_CACHE=0),
     # its folder (default <var_dir>/reference-cache) and its size bound (oldest entries by mtime evicted past it).
     reference_cache: bool = True
     reference_cache_dir: Path | None = None
@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     crash_retries: int = Field(2, ge=0, le=20)  # reruns of a task whose process died, then `crash`
     worker_max_tasks_per_child: int = Field(50, ge=1)
     worker_max_memory_mb: int = Field(4096, ge=64)  # recycle a pool process above this RSS
-    # "module:function" replacing worker.run.runner.run_on (the device by name) in tasks; tests and benchmarks only.
+    # "module:function" replacing worker.run.runner.runner.run_on (the device by name) in tasks; tests and benchmarks only.
     run_hook: str = ""
 
     # Notifications (worker/orchestration/notify.py), each off until configured. The webhook gets one JSON POST per

@@ -45,7 +45,7 @@ class SubmissionInput:
 
 
 # One submission run's seconds until a few have finished to measure it: a tiny model's four checks took ~6 s on an
-# idle 2-core machine and up to a minute beside a sweep (tests/worker/orchestration/test_submissions.py).
+# idle 2-core machine and up to a minute beside a sweep (tests/cli/test_submissions.py).
 DEFAULT_RUN_S = 60.0
 MEASURED_RUNS = 10  # the newest finished submission runs whose mean duration is the estimate
 

@@ -1,6 +1,6 @@
-"""Settings every test shares: the CPU reference cache (worker/run/reference_cache.py) is off and out of ./var.
+"""Settings every test shares: the CPU reference cache (worker/run/reference/reference_cache.py) is off and out of ./var.
 
-A test that measures the cache turns it on in its own temp folder (tests/worker/run/test_reference_cache.py); every
+A test that measures the cache turns it on in its own temp folder (tests/worker/run/reference/test_reference_cache.py); every
 other test recomputes its references, as before the cache, so no test's records depend on which ran first.
 """
 

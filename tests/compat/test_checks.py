@@ -8,7 +8,7 @@ from __future__ import annotations
 from compat import checks as ck
 from compat.checks import CHECK_TABLE, Check, CheckKind
 from worker.judge import calibration
-from worker.run import checks as run_checks
+from worker.run.checks import checks as run_checks
 
 
 def test_every_check_has_one_row_and_a_run_place() -> None:

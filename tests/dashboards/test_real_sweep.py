@@ -23,7 +23,7 @@ SWEEP = textwrap.dedent("""
     from service.store import Store
     from worker.catalog.catalog import registry_entries
     from worker.orchestration.sweep import run_sweep
-    from worker.run.devices import resolve_device
+    from worker.run.process.devices import resolve_device
 
     wanted = sys.argv[2:]
     entries = [e for e in registry_entries() if e.name in wanted]

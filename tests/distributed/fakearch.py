@@ -1,4 +1,4 @@
-"""A stand-in for worker.run.runner.run_on (COMPAT_RUN_HOOK=fakearch:run) whose behaviour is in the entry.
+"""A stand-in for worker.run.runner.runner.run_on (COMPAT_RUN_HOOK=fakearch:run) whose behaviour is in the entry.
 
 The Celery task path around it is the real one; only building and judging a model is replaced by a sleep,
 a crash or a hang, so fault tests take seconds. Every execution leaves a marker file the test can observe.

@@ -1,4 +1,4 @@
-"""A stand-in for worker.run.runner.run_on (``COMPAT_RUN_HOOK=passing_runner:passing``): every check passes, each
+"""A stand-in for worker.run.runner.runner.run_on (``COMPAT_RUN_HOOK=passing_runner:passing``): every check passes, each
 record streamed through ``emit`` as the real runner streams it. For tests of what happens around a run (its kind,
 its label, its repro), not of a verdict; no torch."""
 

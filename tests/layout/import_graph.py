@@ -35,7 +35,7 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "`compat lookup` answers from the store in under a second: no torch and none of the other reads' modules",
     ("cli.app", "_stored", "cli.stored"):
         "bad input answers without SQLAlchemy unless a run id or an uncatalogued architecture is looked up",
-    ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner"):
+    ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner.runner"):
         "the Celery worker's main process forks its pool processes: torch is imported in each of those, not in it",
     ("worker.orchestration.tasks", "nightly_sweep_task", "worker.orchestration.planning"):
         "the Celery worker's main process stays free of torch: the nightly is planned in a pool process",
@@ -47,11 +47,11 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "the Celery worker's main process only supervises: it starts (is ready) without SQLAlchemy and Alembic",
     ("worker.orchestration.submissions", "run_submission", "worker.orchestration.sweep"):
         "the API process stays free of torch until a submission actually runs in it",
-    ("worker.orchestration.submissions", "run_submission", "worker.run.devices"):
+    ("worker.orchestration.submissions", "run_submission", "worker.run.process.devices"):
         "the API process stays free of torch until a submission's device is resolved in it",
-    ("worker.run.pool", "warm_imports", "torch"):
+    ("worker.run.process.pool", "warm_imports", "torch"):
         "the pool's warm-up: a spawned worker imports torch here, once, before its first task",
-    ("worker.run.pool", "warm_imports", "transformers"):
+    ("worker.run.process.pool", "warm_imports", "transformers"):
         "the pool's warm-up: a spawned worker imports transformers here, once, before its first task",
     ("service.validation", "check_config", "torch"):
         "the API process imports torch only when a submitted config is measured on the meta device",

@@ -58,7 +58,7 @@ def test_the_project_keeps_every_contract() -> None:
 def test_the_contracts_are_the_documented_ones() -> None:
     assert CONFIG["root_packages"] == ["compat", "neuron_backend", "worker", "service", "dashboards", "cli"]
     assert set(CONTRACTS) == {"layers", "worker-no-cli", "neuron-backend-alone", "compat-alone", "service",
-                              "dashboards", "no-cycles"}
+                              "dashboards", "no-cycles", "worker-run-floors"}
     layers = next(c for c in CONFIG["contracts"] if c["id"] == "layers")["layers"]
     assert layers[0] == "cli" and layers[-1].startswith("compat")
     stages = [layer for layer in layers if "worker.run" in layer or "worker.build" in layer or "worker.catalog" in layer]
@@ -66,8 +66,10 @@ def test_the_contracts_are_the_documented_ones() -> None:
 
 
 # The project's shape, empty: every root package and every module a contract names.
+RUN_FLOORS = ('runner', 'checks', 'repro', 'ranks', 'reference', 'process')
 BASE = {f"{pkg}/__init__.py": "" for pkg in (
     "compat", "neuron_backend", "worker", "worker/catalog", "worker/build", "worker/run", "worker/judge",
+    *(f"worker/run/{floor}" for floor in RUN_FLOORS),
     "worker/orchestration", "service", "dashboards", "cli")}
 
 
@@ -87,19 +89,25 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 def test_the_empty_tree_keeps_every_contract(tmp_path: Path) -> None:
     # The failures below are the violating import's, not the throw-away tree's.
     done = lint_imports(_tree(tmp_path, {"cli/app.py": "import worker.orchestration\nimport dashboards\n",
-                                         "worker/run/runner.py": "import worker.build\nimport worker.judge\n"}))
+                                         "worker/run/runner/runner.py": "import worker.build\nimport worker.judge\n"}))
     assert done.returncode == 0, done.stdout + done.stderr
     assert verdicts(done.stdout) == {name: "KEPT" for name in CONTRACTS.values()}, done.stdout
 
 
 @pytest.mark.parametrize(("contract", "files", "culprit"), [
     ("layers", {"worker/catalog/late.py": "import worker.build\n"}, "worker.catalog.late -> worker.build"),
-    ("layers", {"worker/judge/impure.py": "from worker.run import runner\n", "worker/run/runner.py": ""},
-     "worker.judge.impure -> worker.run.runner"),
+    ("layers", {"worker/judge/impure.py": "from worker.run.runner import runner\n", "worker/run/runner/runner.py": ""},
+     "worker.judge.impure -> worker.run.runner.runner"),
     ("layers", {"worker/run/leak.py": "import service\n"}, "worker.run.leak -> service"),
     ("layers", {"worker/orchestration/page.py": "import dashboards\n"}, "worker.orchestration.page -> dashboards"),
     ("layers", {"worker/run/up.py": "from ..orchestration import sweep\n", "worker/orchestration/sweep.py": ""},
      "worker.run.up -> worker.orchestration.sweep"),  # a relative import is resolved before it is judged
+    ("worker-run-floors", {"worker/run/process/pool.py": "from worker.run.reference import reference\n",
+                           "worker/run/reference/reference.py": ""},
+     "worker.run.process.pool -> worker.run.reference.reference"),  # a lower floor reaching up
+    ("worker-run-floors", {"worker/run/repro/repro.py": "from worker.run.checks import checks\n",
+                           "worker/run/checks/checks.py": ""},
+     "worker.run.repro.repro -> worker.run.checks.checks"),  # independent floors
     ("worker-no-cli", {"worker/orchestration/tables.py": "from cli import console\n", "cli/console.py": ""},
      "worker.orchestration.tables -> cli.console"),
     ("neuron-backend-alone", {"neuron_backend/x.py": "from compat import settings\n", "compat/settings.py": ""},
@@ -140,7 +148,7 @@ def test_the_graph_sees_the_imports_it_judges() -> None:
     # A checker that found nothing would pass vacuously: it must see the real local imports and the real modules.
     local = {(i.importer, i.function, i.imported) for i in all_imports(REPO) if i.function is not None}
     assert ("cli.app", "_harness", "cli.commands") in local
-    assert ("worker.run.pool", "warm_imports", "torch") in local
+    assert ("worker.run.process.pool", "warm_imports", "torch") in local
     assert "worker.build.build" in module_files(REPO) and "cli.app" in module_files(REPO)
     assert len(module_files(REPO)) > 80
 
@@ -151,7 +159,7 @@ def test_a_function_local_import_is_caught_unless_allowed_and_commented(tmp_path
         "class C:\n    def m(self):\n        # keeps torch out of the API process\n        import torch\n"
         "        return torch\n\n"
         "def g():\n    import json\n    return json\n"), "service/store.py": "X = 1\n",
-        "cli/app.py": "def h():\n    from worker.run import runner\n    return runner\n", "worker/run/runner.py": ""})
+        "cli/app.py": "def h():\n    from worker.run.runner import runner\n    return runner\n", "worker/run/runner/runner.py": ""})
     imports = all_imports(tmp_path)
     found = local_import_violations(imports, allowed={("service.lazy", "m", "torch"): "why",
                                                       ("service.lazy", "g", "json"): "why"})
@@ -159,7 +167,7 @@ def test_a_function_local_import_is_caught_unless_allowed_and_commented(tmp_path
         "service.lazy:2 imports service.store inside f(): import it at module level (a cycle is fixed by moving "
         "code, not by hiding the import)",
         "service.lazy:12 imports json inside g() without a comment saying why",
-        "cli.app:2 imports worker.run.runner inside h(): import it at module level (a cycle is fixed by moving "
+        "cli.app:2 imports worker.run.runner.runner inside h(): import it at module level (a cycle is fixed by moving "
         "code, not by hiding the import)",
     ])
     assert stale_allowances(imports, {("service.lazy", "m", "torch"): "why", ("service.lazy", "h", "os"): "gone"}) \

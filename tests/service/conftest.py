@@ -47,7 +47,7 @@ def db_url(request) -> str:
 @pytest.fixture
 def app_factory(sqlite_url: str):
     """Build the deployed composition (API + pages) on a fresh SQLite DB; submissions are recorded instead of run
-    (running them is tested with the harness, tests/worker/orchestration/test_submissions.py)."""
+    (running them is tested with the harness, tests/cli/test_submissions.py)."""
     from compat.settings import Settings
     from dashboards.views import mount_pages
     from service.app import create_app

@@ -20,7 +20,7 @@ from kombu.utils.json import loads
 
 from compat.results import PINNED_LANE, TRANSFORMERS_LATEST_LANE
 from compat.settings import Settings, get_settings
-from worker.run.pool import WORKER_IDLE_FLOOR_MB
+from worker.run.process.pool import WORKER_IDLE_FLOOR_MB
 
 # Task names are part of the wire protocol between submitters and workers: keep them stable.
 RUN_ARCHITECTURE_TASK = "compat.run_architecture"

@@ -19,7 +19,7 @@ from typing import Any
 from compat.chains import Chain, ChainEnd, chains_of, extend
 from compat.results import SUPPORT_CHECKS, Report, Scope, by_architecture
 from worker.orchestration.sweep import run_sweep, write_report
-from worker.run.devices import Device
+from worker.run.process.devices import Device
 
 ENV = "NEURON_CPU_OPS"
 Progress = Callable[[str, int, int], None]  # (what is measured, done, total)

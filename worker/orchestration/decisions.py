@@ -17,7 +17,7 @@ from typing import Any
 from compat.decisions import DecisionEffect, affected, effect_of, rejudge_fallback
 from compat.results import SUPPORT_CHECKS, Report, Scope, arch_verdict, by_architecture
 from worker.orchestration.sweep import run_sweep, write_report
-from worker.run.devices import Device
+from worker.run.process.devices import Device
 
 ENV = "NEURON_SWITCHES"
 Progress = Callable[[str, int, int], None]  # (what is measured, done, total)

@@ -1,6 +1,6 @@
 """Executors of a sweep plan: Celery (one task per architecture, here) or in-process (``sweep.InProcessExecutor``).
 
-Both run an architecture with worker.run.runner.run_architecture and close the run with ``finalize`` (state + diff).
+Both run an architecture with worker.run.runner.runner.run_architecture and close the run with ``finalize`` (state + diff).
 Imported by the Celery worker's main process, which forks the pool processes: nothing here imports torch.
 """
 
@@ -30,15 +30,15 @@ from compat.results import (
 )
 from compat.settings import get_settings
 from worker.orchestration.celery_app import RUN_ARCHITECTURE_TASK
-from worker.run.capture import attach_log, captured_output
+from worker.run.process.capture import attach_log, captured_output
 
 log = logging.getLogger(__name__)
 
-# (entry, device name, checks, *, seed, workdir, emit) -> records: worker.run.runner.run_on or a stand-in.
+# (entry, device name, checks, *, seed, workdir, emit) -> records: worker.run.runner.runner.run_on or a stand-in.
 Runner = Callable[..., list[ResultRecord]]
 ProgressFn = Callable[[int, int], None]
 # Named, not imported: the runner (torch, transformers) loads in the process that runs architectures.
-DEFAULT_RUNNER = "worker.run.runner:run_on"
+DEFAULT_RUNNER = "worker.run.runner.runner:run_on"
 
 
 @dataclass(frozen=True)

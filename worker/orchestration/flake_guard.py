@@ -13,9 +13,9 @@ from typing import Any
 from compat.diff import RunDiff
 from compat.results import ArchitectureEntry, Check, RunInfo, Scope, Trigger
 from worker.orchestration.sweep import ResultSink, run_isolated
-from worker.run.checks import RUN_ORDER, USES_LOADED_MODEL
-from worker.run.determinants import run_determinants
-from worker.run.devices import Device, device_versions
+from worker.run.checks.checks import RUN_ORDER, USES_LOADED_MODEL
+from worker.run.process.determinants import run_determinants
+from worker.run.process.devices import Device, device_versions
 
 log = logging.getLogger(__name__)
 

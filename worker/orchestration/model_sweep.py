@@ -19,7 +19,7 @@ from service.store import Store
 from worker.build.real_size import PlanError, plan_config
 from worker.build.tiny_config import TinyConfigError, shrink
 from worker.orchestration.sweep import run_sweep
-from worker.run.devices import Device
+from worker.run.process.devices import Device
 
 CATALOG_SOURCE = "corpus"
 Progress = Callable[[ArchitectureEntry, list[ResultRecord]], None]

@@ -15,8 +15,8 @@ from compat.settings import Settings, get_settings
 from worker.catalog.catalog import CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration.executors import SweepPlan
-from worker.run.determinants import run_determinants
-from worker.run.devices import Device, device_versions, resolve_device
+from worker.run.process.determinants import run_determinants
+from worker.run.process.devices import Device, device_versions, resolve_device
 
 
 def make_plan(entries: list[ArchitectureEntry], device: Device, checks: list[Check], *, trigger: Trigger,

@@ -115,7 +115,7 @@ def run_submission(submission_id: int, database_url: str, jobs: int = 1) -> str:
     # Imported in the process that runs the submission (torch, the neuron backend): the API process stays free
     # of them until a submission runs in it.
     from worker.orchestration.sweep import run_sweep
-    from worker.run.devices import resolve_device
+    from worker.run.process.devices import resolve_device
 
     store = Store(database_url)
     sub = store.submission(submission_id)

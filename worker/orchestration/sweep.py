@@ -42,11 +42,11 @@ from worker.orchestration.executors import (
     finalize,
     resolve_runner,
 )
-from worker.run.capture import attach_log
-from worker.run.determinants import run_determinants
-from worker.run.devices import Device, device_versions
-from worker.run.pool import Outcome, Pool, Task, check_memory_limit
-from worker.run.runner import ARCH_THREADS, ReproFn, repro_command, run_architecture, submission_repro
+from worker.run.process.capture import attach_log
+from worker.run.process.determinants import run_determinants
+from worker.run.process.devices import Device, device_versions
+from worker.run.process.pool import Outcome, Pool, Task, check_memory_limit
+from worker.run.runner.runner import ARCH_THREADS, ReproFn, repro_command, run_architecture, submission_repro
 
 # Pool outcome kind -> the status of the check that was running when the worker was stopped.
 ABORT_STATUS = {"crash": Status.CRASH, "timeout": Status.TIMEOUT, "memory": Status.OOM, "error": Status.ERROR}
@@ -291,7 +291,7 @@ def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Chec
     phases: dict[str, str | None] = {}
     traces: dict[str, OpTrace] = {}
     with Pool(min(jobs, len(entries)), time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb,
-              warmup=None if hook else "worker.run.runner:warm_worker",
+              warmup=None if hook else "worker.run.runner.runner:warm_worker",
               warmup_args=(ARCH_THREADS, device.name)) as pool:
         for ev in pool.run(tasks):
             name = ev.task.key

@@ -58,7 +58,7 @@ def _warm_pool_process() -> None:
     if settings.run_hook:
         return  # tests/benchmarks with a stand-in runner: no torch needed
     # Imported in the forked pool process, never in the worker's main process (see the module docstring).
-    from worker.run.runner import ARCH_THREADS, warm_worker
+    from worker.run.runner.runner import ARCH_THREADS, warm_worker
 
     try:
         # The in-process pool's thread count too: with one thread per core here, the Celery path took 1.48x the

@@ -20,7 +20,7 @@ down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-# worker.run.runner's two forms, as of this revision (a migration keeps its own copy: the code may change later).
+# worker.run.runner.runner's two forms, as of this revision (a migration keeps its own copy: the code may change later).
 _CATALOG = re.compile(r"^compat repro (?P<arch>\S+) (?P<rest>--device .*)$")
 _SUBMISSION = re.compile(r"^compat repro --submission \d+ (?P<rest>--device .*)$")
 

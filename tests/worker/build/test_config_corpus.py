@@ -20,8 +20,8 @@ from compat.settings import get_settings
 from service.validation import InvalidInput, check_config
 from worker.build.tiny_config import count_params, shrink
 from worker.catalog.corpus_models import CORPUS_DIR
-from worker.run.devices import resolve_device
-from worker.run.runner import run_architecture
+from worker.run.process.devices import resolve_device
+from worker.run.runner.runner import run_architecture
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 CORPUS = CORPUS_DIR

@@ -18,7 +18,7 @@ from worker.catalog.catalog import read_snapshot
 from worker.catalog.corpus_models import corpus_rows
 from worker.catalog.hub_models import refresh_models
 from worker.orchestration.model_sweep import prepare_models, run_models
-from worker.run.devices import resolve_device
+from worker.run.process.devices import resolve_device
 
 
 def fixture_sha(model_id: str) -> str:

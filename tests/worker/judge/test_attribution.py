@@ -7,7 +7,7 @@ import torch
 from compat.results import Status
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
 from worker.judge.attribution import attribute, error_digest, format_op, op_name, raised_at
-from worker.run.optrace import OpRecorder
+from worker.run.reference.optrace import OpRecorder
 
 
 def test_op_names_are_normalised() -> None:

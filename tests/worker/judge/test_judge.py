@@ -110,7 +110,7 @@ def test_judge_all_first_failure_wins_and_metrics_are_prefixed() -> None:
 
 
 def test_bf16_matmul_emulation_rounds_matmul_operands_only() -> None:
-    from worker.run.precision_mode import Bf16MatmulMode
+    from worker.run.reference.precision_mode import Bf16MatmulMode
 
     a = torch.randn(8, 16, generator=torch.Generator().manual_seed(0))
     b = torch.randn(16, 4, generator=torch.Generator().manual_seed(1))
@@ -129,7 +129,7 @@ def test_reduced_policy_without_fp64_is_measured_against_the_fp32_run() -> None:
     # same size as the reference's own rounding) passes; one that is off by 5% does not.
     from pathlib import Path
 
-    from worker.run.reference import Reference
+    from worker.run.reference.reference import Reference
 
     truth = _golden().float()
     gen = torch.Generator().manual_seed(1)
@@ -157,7 +157,7 @@ def test_train_without_fp64_is_measured_against_the_fp32_step(tmp_path) -> None:
     # policy step's own error would be 0 and any device with bf16 rounding would be a false mismatch.
     from compat.results import ArchitectureEntry
     from worker.build.build import build_checkpoint
-    from worker.run.reference import prepare_reference
+    from worker.run.reference.reference import prepare_reference
 
     entry = ArchitectureEntry(name="MixtralForCausalLM", model_type="mixtral", rank=1)
     built = build_checkpoint(entry, tmp_path / "ckpt", seed=0)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from compat.results import ArchitectureEntry, Check, OpTrace, ResultRecord, Status
 from worker.orchestration.executors import run_pair
-from worker.run.capture import take_log
+from worker.run.process.capture import take_log
 
 
 class _Store:

@@ -43,7 +43,7 @@ def _env(tmp: Path, plan: Path) -> dict[str, str]:
         "COMPAT_CATALOG_SOURCE": "snapshot", "COMPAT_CATALOG_SNAPSHOT": str(snapshot),
         "COMPAT_RUN_HOOK": "fake_runner:run", "FAKE_RUNNER_PLAN": str(plan), "HF_HUB_OFFLINE": "1",
         # The pool's workers are spawned: they find the stand-in runner on the path.
-        "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)]), "COLUMNS": "200",
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests" / "helpers")]), "COLUMNS": "200",
     }
 
 

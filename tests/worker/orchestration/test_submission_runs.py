@@ -27,7 +27,7 @@ from worker.orchestration.submissions import (
     run_submission,
     submission_entry,
 )
-from worker.run.pool import Pool, Task
+from worker.run.process.pool import Pool, Task
 
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
          "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}

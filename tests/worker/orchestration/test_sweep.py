@@ -11,8 +11,8 @@ from compat.results import DEFAULT_CHECKS, ArchitectureEntry, Check, ResultRecor
 from service.store import Store
 from worker.catalog.load import load_catalog
 from worker.orchestration.sweep import abort_records, run_sweep
-from worker.run.devices import resolve_device
-from worker.run.pool import Outcome, Task
+from worker.run.process.devices import resolve_device
+from worker.run.process.pool import Outcome, Task
 
 SMALL = ("LlamaForCausalLM", "GPT2LMHeadModel", "MambaForCausalLM")
 REPORT_KEYS = {"architecture", "rank", "device", "check", "status", "metrics", "blocking_op", "error", "duration_s",

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from compat.settings import get_settings
-from worker.run import reference
-from worker.run.reference_cache import ReferenceCache, folder_cache
+from worker.run.reference import reference
+from worker.run.reference.reference_cache import ReferenceCache, folder_cache
 
 
 @pytest.fixture

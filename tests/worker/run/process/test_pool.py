@@ -1,0 +1,150 @@
+"""Pool behaviour with fake jobs: results and logs stream back; crash, kill -9, timeout and memory are contained."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from worker.run.process.pool import Pool, Task, tree_rss_mb
+
+J = "pool_jobs"
+
+
+def run_all(pool: Pool, tasks: list[Task]) -> dict[str, object]:
+    return {ev.task.key: ev.done for ev in pool.run(tasks) if ev.done is not None}
+
+
+@pytest.fixture
+def pool():
+    with Pool(2, time_limit_s=20, memory_limit_mb=400, warmup=None) as p:
+        yield p
+
+
+def test_results_and_logs_come_back(pool: Pool) -> None:
+    out = run_all(pool, [Task("a", f"{J}:add", (1, 2)), Task("b", f"{J}:add", (3, 4)), Task("e", f"{J}:boom")])
+    assert out["a"].kind == "ok" and out["a"].value == 3
+    assert out["b"].value == 7
+    assert "adding 3 and 4" in out["b"].log and "to stderr" in out["b"].log
+    assert out["e"].kind == "error" and "ValueError: bad input" in out["e"].error
+
+
+def test_events_stream_before_done(pool: Pool) -> None:
+    kinds = [(ev.kind, ev.payload["i"] if ev.kind == "step" else None) for ev in pool.run([Task("s", f"{J}:stream",
+                                                                                                 (3,), stream=True)])]
+    assert kinds == [("step", 0), ("step", 1), ("step", 2), ("done", None)]
+
+
+def test_workers_are_long_lived(pool: Pool) -> None:
+    out = run_all(pool, [Task(str(i), f"{J}:pid") for i in range(6)])
+    assert len({o.value for o in out.values()}) <= 2  # 6 tasks, 2 processes: reused, not respawned
+
+
+def test_self_crash_is_recorded_and_worker_replaced(pool: Pool, tmp_path) -> None:  # noqa: ANN001
+    out = run_all(pool, [Task("dies", f"{J}:die"), *[Task(f"ok{i}", f"{J}:add", (i, 1)) for i in range(3)]])
+    assert out["dies"].kind == "crash" and "SIGKILL" in out["dies"].error
+    assert "about to die" in out["dies"].log
+    assert [out[f"ok{i}"].value for i in range(3)] == [1, 2, 3]
+    # Both slots serve again (the dead one was replaced): two tasks that each wait for the other to be running
+    # finish only on two distinct live processes (however slowly the replacement starts on a loaded machine).
+    again = run_all(pool, [Task(f"p{i}", f"{J}:rendezvous", (str(tmp_path), 2)) for i in range(2)])
+    assert {o.kind for o in again.values()} == {"ok"}, again
+    assert len({o.value for o in again.values()}) == 2
+    assert pool.replaced >= 1
+
+
+def test_external_kill_minus_9(pool: Pool) -> None:
+    results = {}
+    for ev in pool.run([Task("victim", f"{J}:announce_then_sleep", (30,), stream=True),
+                        Task("other", f"{J}:add", (2, 2))]):
+        if ev.kind == "pid":
+            os.kill(ev.payload, signal.SIGKILL)
+        if ev.done is not None:
+            results[ev.task.key] = ev.done
+    assert results["victim"].kind == "crash" and results["victim"].exitcode == -signal.SIGKILL
+    assert results["other"].value == 4
+    # The replacement serves new work.
+    assert run_all(pool, [Task("after", f"{J}:add", (5, 5))])["after"].value == 10
+
+
+def test_timeout_kills_and_continues() -> None:
+    with Pool(1, time_limit_s=1.0, memory_limit_mb=400, warmup=None) as p:
+        t0 = time.monotonic()
+        out = run_all(p, [Task("hang", f"{J}:sleep", (60,)), Task("next", f"{J}:add", (1, 1))])
+        assert out["hang"].kind == "timeout"
+        assert 1.0 <= out["hang"].duration_s < 10
+        assert out["next"].value == 2
+        assert time.monotonic() - t0 < 30
+
+
+def test_memory_limit_kills_before_total() -> None:
+    with Pool(1, time_limit_s=60, memory_limit_mb=250, warmup=None) as p:
+        out = run_all(p, [Task("hog", f"{J}:grow", (20, 2000)), Task("next", f"{J}:add", (0, 1))])
+    assert out["hog"].kind == "memory", out["hog"]
+    # Stopped near the limit (RSS polled every 50 ms), far below the 2000 MB it asked for.
+    assert 250 < out["hog"].peak_rss_mb < 1000
+    assert out["next"].value == 1
+
+
+def test_a_killed_task_takes_its_child_processes_with_it() -> None:
+    # The fsdp/tp checks start two rank processes from the worker: a worker stopped at its limit must not leave
+    # them running (Pool._kill kills the worker's descendants first).
+    with Pool(1, time_limit_s=3, memory_limit_mb=400, warmup=None) as p:
+        events = list(p.run([Task("c", f"{J}:child_then_sleep", (60,), stream=True)]))
+    child = next(ev.payload for ev in events if ev.kind == "child")
+    assert events[-1].done is not None and events[-1].done.kind == "timeout"
+    time.sleep(0.2)
+    try:
+        os.kill(child, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    if alive:  # a zombie awaiting its reaper is dead; anything else leaked
+        with open(f"/proc/{child}/stat") as f:
+            alive = f.read().split(")")[-1].split()[0] != "Z"
+    assert not alive, f"the task's child {child} outlived the killed worker"
+
+
+_HOG = """
+import ctypes, sys, time
+hog = bytearray(200 << 20)
+hog[::4096] = b"x" * len(hog[::4096])  # touched: resident, not just mapped
+if sys.argv[1] == "idle":
+    ctypes.CDLL("libc.so.6").prctl(15, ctypes.c_char_p(b"compat-idle"), 0, 0, 0)
+print("ready", flush=True)
+time.sleep(60)
+"""
+_PARENT = """
+import subprocess, sys
+hog = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], stdout=subprocess.PIPE, text=True)
+print(hog.stdout.readline().strip(), hog.pid, flush=True)
+hog.wait()
+"""
+
+
+@pytest.mark.parametrize("name", ["busy", "idle"])
+def test_an_idle_descendant_holds_no_task_memory(name: str) -> None:
+    """A worker's descendants count in its task's RSS (a rank group's memory is the architecture's), except one
+    that names itself idle between tasks (a warm rank, worker/run/ranks/group.py)."""
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, _HOG, name], stdout=subprocess.PIPE, text=True)
+    try:
+        ready, hog_pid = parent.stdout.readline().split()
+        assert ready == "ready"
+        hog_mb = psutil.Process(int(hog_pid)).memory_info().rss / 2**20
+        assert hog_mb > 200
+        total = tree_rss_mb(parent.pid)
+        own = psutil.Process(parent.pid).memory_info().rss / 2**20
+        if name == "idle":
+            assert total == pytest.approx(own, abs=5)  # only the parent: the idle hog is left out
+        else:
+            assert total >= own + 200
+    finally:
+        for proc in psutil.Process(parent.pid).children(recursive=True):
+            proc.kill()
+        parent.kill()
+        parent.wait()

@@ -1,0 +1,215 @@
+"""``run_architecture``: the ONE "run one architecture" function, called by the in-process pool and Celery tasks.
+
+Build the tiny checkpoint, prepare the CPU reference, run the requested checks on the device; never raises —
+every failure, including the harness's own, becomes result records, each carrying its part of the captured log.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import traceback
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from compat.checks import CACHED_PART, RUN_ORDER
+from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status, failure_records
+from worker.build.build import build_checkpoint
+from worker.build.tiny_config import ConfigTooLarge, NotBuildable, SourceConfigError
+from worker.judge.attribution import missing_package, missing_package_reason, reference_blame
+from worker.judge.known_issues import annotate, load_known_issues
+from worker.run.checks.checks import CheckContext, run_check
+from worker.run.process.capture import take_log
+from worker.run.process.devices import Device, process_device
+from worker.run.process.pool import warm_imports
+from worker.run.process.stack_room import call_with_stack_room
+from worker.run.reference.reference import ReferenceFailure, prepare_reference
+from worker.run.reference.reference_cache import default_cache
+
+# emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace).
+Emit = Callable[[str, Any], None]
+
+
+# (architecture, device, check) -> the `compat repro` command that rebuilds what the run built; the sweep picks
+# one per run and hands it to the runner (a module-level function or a partial of one: it crosses the pool's pipe).
+ReproFn = Callable[[str, str, Check | str], str]
+
+
+def repro_command(architecture: str, device: str, check: Check | str) -> str:
+    """A catalog run's records: the catalog's entry of ``architecture``, shrunk."""
+    return f"compat repro {architecture} --device {device} --check {check}"
+
+
+def submission_repro_command(submission_id: int, architecture: str, device: str, check: Check | str) -> str:
+    """A submission run's records: the submitted config (kept on the submission's row), shrunk the same way."""
+    return f"compat repro --submission {submission_id} --device {device} --check {check}"
+
+
+def submission_repro(submission_id: int) -> ReproFn:
+    return partial(submission_repro_command, submission_id)
+
+
+def _ordered(checks: Iterable[Check | str]) -> list[Check]:
+    wanted = {Check(c) for c in checks}
+    return [c for c in RUN_ORDER if c in wanted]
+
+
+def _build_failure(exc: Exception) -> tuple[Status, str]:
+    """Who is to blame when the tiny model cannot be built; never the device.
+
+    - a package Transformers needs for the class is missing (its "requires the X library" ImportError): the
+      harness's environment lacks it, ``harness_error`` naming the package (never ``reference_fail``: the CPU
+      reference did not fail, it never ran);
+    - the entry names nothing buildable (remote code, not a causal LM) or its own config does not load in
+      Transformers: the input's limit, ``skipped`` with the reason;
+    - anything else (the shrinker's config refused, too large, init failing): ``harness_error``, our bug.
+    """
+    # One line: Transformers' ImportError texts span several lines with pip hints; the stored reason is a summary.
+    message = " ".join(str(exc).split())
+    if (package := missing_package(exc)) is not None:
+        return Status.HARNESS_ERROR, missing_package_reason(package, message)
+    if isinstance(exc, NotBuildable | SourceConfigError):
+        return Status.SKIPPED, f"not built: {message}"
+    if isinstance(exc, ConfigTooLarge):
+        return Status.HARNESS_ERROR, f"refused before allocation: {message}"
+    return Status.HARNESS_ERROR, f"tiny model build failed (harness): {type(exc).__name__}: {message}"
+
+
+def _safe_dirname(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100]
+
+
+def run_architecture(
+    entry: ArchitectureEntry,
+    device: Device,
+    checks: Iterable[Check | str],
+    *,
+    seed: int = 0,
+    workdir: Path | None = None,
+    emit: Emit | None = None,
+    known_issues_path: Path | None = None,
+    repro: ReproFn = repro_command,
+) -> list[ResultRecord]:
+    """Run ``checks`` for one architecture on ``device``; returns one record per check and never raises.
+    ``repro`` writes a failed record's reproducer command (a submission run's rebuilds the submitted config).
+
+    ``emit("record", record)`` is called as each check finishes and ``emit("trace", op_trace)`` once the reference
+    op trace exists, so a supervisor keeps partial results if this process dies. When this process's output is
+    captured, each record carries the output printed since the record before it (``capture.take_log``).
+    """
+    # Every executor calls this from a different stack depth (Celery's is ~45 frames): with stack room below
+    # the checks, their per-op Python hot loops run equally fast under all of them (worker/stack_room.py).
+    return call_with_stack_room(_run_architecture, entry, device, checks, seed=seed, workdir=workdir, emit=emit,
+                                known_issues_path=known_issues_path, repro=repro)
+
+
+def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable[Check | str], *, seed: int,
+                      workdir: Path | None, emit: Emit | None, known_issues_path: Path | None,
+                      repro: ReproFn) -> list[ResultRecord]:
+    order = _ordered(checks)
+    dev_name = device.name
+    done: list[ResultRecord] = []
+    own_dir = workdir is None
+    base = Path(tempfile.mkdtemp(prefix="compat-")) if own_dir else Path(workdir)
+    out_dir = base / _safe_dirname(entry.name)
+
+    def phase(name: str) -> None:
+        # A line per phase in the captured log: a crash's log then says where it happened.
+        print(f"[compat] {entry.name} on {dev_name}: {name}", flush=True)
+        if emit is not None:
+            emit("phase", name)
+
+    def finish(recs: list[ResultRecord]) -> list[ResultRecord]:
+        try:
+            recs = annotate(recs, load_known_issues(known_issues_path))
+        except Exception:  # noqa: BLE001 - a broken known-issues file must not lose results
+            pass
+        for rec in recs:
+            print(f"[compat] {rec.check}: {rec.status}" + (f" ({rec.reason})" if rec.reason else "")
+                  + (f" [{rec.blocking_op}]" if rec.blocking_op else ""), flush=True)
+            if rec.error is not None:  # the full traceback is in rec.error; the log gets the headline
+                print(f"[compat]   {rec.error.type}: {rec.error.message.splitlines()[0] if rec.error.message else ''}",
+                      flush=True)
+        if recs:  # the output since the previous record (this check's, its status lines included) goes with it
+            recs[0].log = take_log()
+        if emit is not None:
+            for rec in recs:
+                emit("record", rec)
+        done.extend(recs)
+        return recs
+
+    try:
+        if entry.remote_code:
+            why = next((n for n in entry.notes if n.startswith("remote code")), "remote code: needs trust_remote_code")
+            finish(failure_records(entry, dev_name, order, Status.SKIPPED, why))
+            return done
+        phase("build")
+        try:
+            built = build_checkpoint(entry, out_dir, seed=seed)
+        except Exception as exc:  # noqa: BLE001
+            status, reason = _build_failure(exc)
+            finish(failure_records(entry, dev_name, order, status, reason))
+            return done
+        phase("reference")
+        try:
+            ref = prepare_reference(built.path, device.policy, seed, cache=default_cache())
+        except ReferenceFailure as exc:
+            finish(failure_records(entry, dev_name, order, *reference_blame(exc)))
+            return done
+        if emit is not None:
+            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
+        if not ref.determinism.passed:
+            finish([r.model_copy(update={"metrics": dict(ref.determinism.metrics)}) for r in failure_records(
+                entry, dev_name, order, Status.REFERENCE_FAIL, ref.determinism.reason or "reference")])
+            return done
+        ctx = CheckContext(entry.name, entry.rank, device, ref, checks=tuple(order))
+        for check in order:
+            phase(str(check))
+            rec = run_check(ctx, check)
+            if rec.status != Status.PASS:
+                rec.repro = repro(entry.name, dev_name, check)
+            rec.metrics.setdefault("n_params", built.n_params)
+            if (part := CACHED_PART.get(check)) in ref.cache_status:  # the sweep counts hits and misses from these
+                rec.metrics.setdefault("reference_cache", ref.cache_status[part])
+            if entry.notes and check == order[0]:
+                rec.metrics.setdefault("config_notes", list(entry.notes))  # e.g. "auto_map ignored: ..."
+            finish([rec])
+        if emit is not None:  # the trace grows with generate/train reference runs: send the final one
+            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
+        return done
+    except BaseException as exc:  # noqa: BLE001 - the contract is "never raises"; KeyboardInterrupt re-raised
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        have = {r.check for r in done}
+        err = ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000],
+                        traceback="".join(traceback.format_exception(exc))[-4000:])
+        finish(failure_records(entry, dev_name, [c for c in order if c not in have], Status.HARNESS_ERROR,
+                               "harness error while running the architecture", error=err))
+        return done
+    finally:
+        shutil.rmtree(base if own_dir else out_dir, ignore_errors=True)
+
+
+# One intra-op thread per architecture process, for every executor: tiny models (hidden ~64) lose more to thread
+# sync than they gain (measured in bench/README.md: jobs=1 with 2 threads ran forward 5x and generate 2x slower per
+# check than 1 thread). Parallelism comes from running architectures side by side instead.
+ARCH_THREADS = 1
+
+
+def warm_worker(threads: int, device: str) -> None:
+    """Pool warm-up: torch/transformers imported once, the device resolved (neuron_backend registered) once."""
+    warm_imports(threads)
+    process_device(device)
+
+
+def run_on(entry: ArchitectureEntry, device: str, checks: Iterable[Check | str], *, seed: int = 0,
+           workdir: Path | None = None, emit: Emit | None = None, repro: ReproFn = repro_command
+           ) -> list[ResultRecord]:
+    """``run_architecture`` for a caller in another process (a pool task, a Celery task): the device arrives by
+    name and is resolved once per process. ``COMPAT_RUN_HOOK`` stand-ins have this signature (``repro`` optional:
+    the sweep passes it only to the real runner)."""
+    return run_architecture(entry, process_device(device), checks, seed=seed, workdir=workdir, emit=emit,
+                            repro=repro)
