@@ -45,6 +45,7 @@ POLL_S = 0.05
 # Jobs a warm pair serves before it is retired: bounds the state and memory one pair can gather across architectures
 # (decision caches, Transformers' imported model modules, allocator caches) while keeping the start cost rare.
 WARM_JOBS = 32
+AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"  # torch's switch for device backends' entry points
 
 
 @dataclass
@@ -82,7 +83,15 @@ def _context() -> mp.context.BaseContext:
 
 @contextlib.contextmanager
 def _children_allowed() -> Iterator[None]:
-    """Let a daemonic process (a pool worker: Pool starts them daemonic) start the ranks. multiprocessing refuses
+    """Start a rank: without the device's autoload (below), and allowed from a daemonic process.
+
+    TORCH_DEVICE_BACKEND_AUTOLOAD=0 (torch 2.13.0 torch/__init__.py _import_device_backends) for the forkserver this
+    start may launch: with the simulated device autoloaded into the server, every rank forked from it has ``neuron``
+    registered, and a CPU group's Transformers tp_plan="auto" binds to it (transformers 5.23.0
+    distributed/utils.py:241 takes ``torch._C._get_accelerator()``). A neuron rank registers the device itself when
+    it resolves its device (process_device imports neuron_backend).
+
+    Let a daemonic process (a pool worker: Pool starts them daemonic) start the ranks. multiprocessing refuses
     ("daemonic processes are not allowed to have children", multiprocessing/process.py BaseProcess.start) because
     a daemonic process dies abruptly with its parent and would orphan them; here nothing is orphaned: Pool kills a
     worker's descendants with it, the forkserver exits when its parent's pipe closes (multiprocessing/forkserver.py
@@ -90,6 +99,8 @@ def _children_allowed() -> Iterator[None]:
     config = mp.current_process()._config  # noqa: SLF001 - the flag BaseProcess.start checks
     daemon = config.get("daemon")
     config["daemon"] = False
+    autoload = os.environ.get(AUTOLOAD)
+    os.environ[AUTOLOAD] = "0"
     try:
         yield
     finally:
@@ -97,6 +108,10 @@ def _children_allowed() -> Iterator[None]:
             config.pop("daemon", None)
         else:
             config["daemon"] = daemon
+        if autoload is None:
+            os.environ.pop(AUTOLOAD, None)
+        else:
+            os.environ[AUTOLOAD] = autoload
 
 
 def _kill(proc: mp.process.BaseProcess) -> None:
