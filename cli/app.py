@@ -221,7 +221,8 @@ def repro(
     wanted = parse_checks(check)
     if architecture is not None:
         validate.architectures([architecture], get_settings().catalog_source)
-    lazy.harness().repro(architecture=architecture, device=device, checks=wanted, out=out, submission=submission)
+    lazy.harness().repro_commands.repro(architecture=architecture, device=device, checks=wanted, out=out,
+                                        submission=submission)
 
 
 @catalog_app.command("refresh")
