@@ -2,81 +2,29 @@
 
 Bad input is one line on stderr naming the valid choices, exit code 2. A command's work lives in ``commands``
 (torch, the store), ``service.commands`` (SQLAlchemy), ``serve`` (FastAPI) or ``celery_app`` (Celery), imported only
-when it runs, so ``compat --help`` and option errors answer at once.
+when it runs (``cli.lazy``), so ``compat --help`` and option errors answer at once. The operator's commands (worker,
+beat, runs, db, token, cache, serve) are defined in ``cli.admin`` and attached here.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import ModuleType
 
 import typer
 
-from cli import validate
+from cli import admin, lazy, validate
 from cli.console import console, fail
 from cli.help_text import SweepCommand, checks_help
 from compat.results import Check, Trigger
 from compat.settings import SettingError, get_settings
 from worker.orchestration.nightly import parse_baseline
 
-# rich_markup_mode=None: Click's plain help, whose option names keep their own column and are never cut with "…"
-# at 80 columns (rich's boxed help cut --fail-on-regression and NEURON_CPU_FALLBACK).
-PLAIN = {"rich_markup_mode": None}
+PLAIN = admin.PLAIN  # Click's plain help: no option name cut at 80 columns (admin.PLAIN says why)
 app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly on a device, and why not.",
                   no_args_is_help=True, add_completion=False, **PLAIN)
 catalog_app = typer.Typer(help="The architecture catalog.", no_args_is_help=True, **PLAIN)
 app.add_typer(catalog_app, name="catalog")
-
-
-def _harness() -> ModuleType:
-    # Imported when a harness command runs: `compat --help` and bad input answer without torch and transformers.
-    from cli import commands
-
-    return commands
-
-
-def _database() -> ModuleType:
-    # Imported when a database command runs: `compat --help` and bad input answer without SQLAlchemy and Alembic.
-    from service import commands
-
-    return commands
-
-
-def _cluster() -> ModuleType:
-    # Imported when `compat worker` or `compat beat` runs: `compat --help` and bad input answer without Celery.
-    from worker.orchestration import celery_app
-
-    return celery_app
-
-
-def _stored() -> ModuleType:
-    # Imported when an input check must look in the store (a run id; `show`'s uncatalogued names: reads.py): bad input
-    # answers without SQLAlchemy otherwise, and never imports torch.
-    from cli import stored
-
-    return stored
-
-
-def _reads() -> ModuleType:
-    # Imported when `compat show|blockers|runs list` runs: they read the store without torch; `--help` without SQLAlchemy.
-    from cli import reads
-
-    return reads
-
-
-def _lookup() -> ModuleType:
-    # Imported when `compat lookup` runs: the store only (no torch, none of the other reads), under a second.
-    from cli import lookup
-
-    return lookup
-
-
-def _web() -> ModuleType:
-    # Imported when `compat serve` runs: `compat --help` and bad input answer without FastAPI and uvicorn.
-    from cli import serve
-
-    return serve
 
 
 def parse_checks(values: list[str] | None) -> list[Check]:
@@ -134,7 +82,7 @@ def sweep(
                        "--resume/--switch/--json")
         dev = validate.harness_device(device)
         n_jobs = get_settings().jobs if jobs is None else jobs
-        _harness().model_commands.run(device=dev, models=model, checks=parse_checks(checks), jobs=n_jobs,
+        lazy.harness().model_commands.run(device=dev, models=model, checks=parse_checks(checks), jobs=n_jobs,
                                       store=store, tokens=tokens, batch=batch)
         return
     settings = get_settings()
@@ -142,7 +90,7 @@ def sweep(
         if arch or limit or checks or source or device or broker:
             raise fail("--resume takes the run's own device, catalog and checks: drop --device/--source/--limit/"
                        "--arch/--checks/--broker")
-        _stored().run_id(resume)
+        lazy.stored().run_id(resume)
     # Every name is checked here, before the harness (torch) loads: a typo answers at once.
     dev = validate.harness_device(device)
     chosen = validate.switches(switch or [], dev)
@@ -153,8 +101,8 @@ def sweep(
     validate.architectures(arch or [], src)
     baseline_run = parse_baseline(baseline).run_id if baseline else None
     if baseline_run is not None:
-        _stored().run_id(baseline_run)
-    code = _harness().sweep(device=dev, source=src, limit=limit, arch=arch,
+        lazy.stored().run_id(baseline_run)
+    code = lazy.harness().sweep(device=dev, source=src, limit=limit, arch=arch,
                             checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
                             store=store, trigger=trigger, broker=broker, baseline=baseline,
                             fail_on_regression=fail_on_regression, resume=resume,
@@ -189,7 +137,7 @@ def show(
 ) -> None:
     """Show the latest results of one architecture."""
     device = validate.stored_device(device) if device else None
-    _reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
+    lazy.reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
 
 
 @app.command()
@@ -203,14 +151,14 @@ def lookup(
 ) -> None:
     """A model's verdict, checks and real-size plan, from the store (after `compat sweep --models`)."""
     if hub and model_id:
-        _harness().model_commands.lookup_hub(model_id=model_id, device=device, as_json=as_json, endpoint=None)
+        lazy.harness().model_commands.lookup_hub(model_id=model_id, device=device, as_json=as_json, endpoint=None)
         return
     if list_all:
-        _lookup().list_models(device)
+        lazy.lookup().list_models(device)
         return
     if not model_id:
         raise fail("name a model (ORG/NAME), or --list")
-    _lookup().lookup(model_id, device=device, as_json=as_json)
+    lazy.lookup().lookup(model_id, device=device, as_json=as_json)
 
 
 @app.command()
@@ -221,7 +169,7 @@ def publish(
     device: str = typer.Option(None, "--device", "-d", help="the device's tables (default: the newest)"),
 ) -> None:
     """Publish the per-model and per-architecture tables as a Hub dataset (parquet and a dataset card)."""
-    _harness().publish_commands.publish(repo=repo, endpoint=endpoint, token=token, device=device)
+    lazy.harness().publish_commands.publish(repo=repo, endpoint=endpoint, token=token, device=device)
 
 
 @app.command()
@@ -235,8 +183,8 @@ def blockers(
     """What implementing ops unlocks: each blocked architecture's chain of blocking ops, ops ranked by it."""
     device = validate.stored_device(device) if device else None
     if run_id is not None:
-        _stored().run_id(run_id)
-    _reads().blockers(device=device, json_path=json_path, top=top, run_id=run_id)
+        lazy.stored().run_id(run_id)
+    lazy.reads().blockers(device=device, json_path=json_path, top=top, run_id=run_id)
 
 
 @app.command()
@@ -250,7 +198,7 @@ def whatif(
     """Re-judge a run under other options of the device's decisions, from what the run measured (no new sweep)."""
     dev = validate.device(device)
     chosen = validate.switches(switch or [], dev)
-    code = _harness().whatif(chosen=chosen, device=dev, run_id=run_id, json_path=json_path)
+    code = lazy.harness().whatif(chosen=chosen, device=dev, run_id=run_id, json_path=json_path)
     raise typer.Exit(code)
 
 
@@ -273,7 +221,8 @@ def repro(
     wanted = parse_checks(check)
     if architecture is not None:
         validate.architectures([architecture], get_settings().catalog_source)
-    _harness().repro(architecture=architecture, device=device, checks=wanted, out=out, submission=submission)
+    lazy.harness().repro_commands.repro(architecture=architecture, device=device, checks=wanted, out=out,
+                                        submission=submission)
 
 
 @catalog_app.command("refresh")
@@ -288,9 +237,9 @@ def catalog_refresh(
 ) -> None:
     """List the Hub's text-generation models and save the ranked snapshot file."""
     if models:
-        _harness().model_commands.refresh(limit=limit, out=out, models_out=models_out, endpoint=endpoint)
+        lazy.harness().model_commands.refresh(limit=limit, out=out, models_out=models_out, endpoint=endpoint)
         return
-    _harness().catalog_refresh(limit=limit, out=out, endpoint=endpoint)
+    lazy.harness().catalog_refresh(limit=limit, out=out, endpoint=endpoint)
 
 
 @catalog_app.command("list")
@@ -307,117 +256,13 @@ def catalog_list(
     print("\n".join(names))
 
 
-@app.command("worker")
-def worker_cmd(
-    concurrency: int = typer.Option(None, "--concurrency", min=1, help="pool processes (default: cores)"),
-    hostname: str = typer.Option(None, "--hostname", help="node name, e.g. w1@%h (default: celery@host)"),
-    loglevel: str = typer.Option("INFO", "--loglevel"),
-) -> None:
-    """Start a Celery worker for distributed sweeps (broker: COMPAT_BROKER_URL)."""
-    cluster = _cluster()
-    try:
-        cluster.run_worker(concurrency, hostname, loglevel)
-    except cluster.ConfigError as exc:
-        raise fail(str(exc)) from None
-
-
-@app.command("beat")
-def beat_cmd(loglevel: str = typer.Option("INFO", "--loglevel")) -> None:
-    """Start the scheduler that sends the nightly sweep at COMPAT_NIGHTLY_CRON (UTC; run exactly one)."""
-    cluster = _cluster()
-    try:
-        cluster.run_beat(loglevel)
-    except (cluster.ConfigError, ValueError) as exc:
-        raise fail(str(exc)) from None
-
-
-runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True, **PLAIN)
-app.add_typer(runs_app, name="runs")
-
-
-@runs_app.command("reap")
-def runs_reap_cmd() -> None:
-    """Mark runs whose owner process died (this host) or went silent as interrupted."""
-    reaped = _database().runs_reap(get_settings().database_url)
-    for run_id, why in reaped:
-        console.print(f"run {run_id} interrupted: {why}; resume: compat sweep --resume {run_id}", highlight=False)
-    if not reaped:
-        console.print("no run lost its owner")
-
-
-@runs_app.command("list")
-def runs_list_cmd(
-    device: str = typer.Option(None, "--device", "-d", help="only this device's runs (a name, or an identity: "
-                                                           "'neuron (trn3)')"),
-    limit: int = typer.Option(20, "--limit", min=1, max=500, help="newest N runs"),
-    kind: str = typer.Option("sweep", "--kind", help="sweep (the catalog), submission (one submitted config) or all"),
-) -> None:
-    """List stored runs, newest first: id, device identity, trigger, state, scope, supported / total, results,
-    age."""
-    device = validate.stored_device(device) if device else None
-    if kind not in ("sweep", "submission", "all"):
-        raise fail(f"--kind {kind!r}: use sweep, submission or all")
-    _reads().runs_list(device=device, limit=limit, kind=kind)
-
-
-db_app = typer.Typer(help="The results database.", no_args_is_help=True, **PLAIN)
-app.add_typer(db_app, name="db")
-token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True, **PLAIN)
-app.add_typer(token_app, name="token")
-
-
-cache_app = typer.Typer(help="The CPU reference cache (COMPAT_REFERENCE_CACHE_DIR; off: COMPAT_REFERENCE_CACHE=0).",
-                        no_args_is_help=True, **PLAIN)
-app.add_typer(cache_app, name="cache")
-
-
-@cache_app.command("info")
-def cache_info_cmd() -> None:
-    """The cache's folder, entries and size."""
-    _harness().cache_info()
-
-
-@cache_app.command("clear")
-def cache_clear_cmd() -> None:
-    """Delete every cached CPU reference (the next sweep recomputes them)."""
-    _harness().cache_clear()
-
-
-@db_app.command("upgrade")
-def db_upgrade_cmd() -> None:
-    """Migrate the database at COMPAT_DATABASE_URL to the newest schema."""
-    console.print(f"database at revision {_database().db_upgrade()}")
-
-
-@token_app.command("create")
-def token_create_cmd(name: str = typer.Argument(..., help="who the token is for (unique)")) -> None:
-    """Create a token and print it once (only its hash is stored)."""
-    try:
-        print(_database().token_create(name))
-    except ValueError as exc:
-        raise fail(str(exc)) from None
-
-
-@app.command("serve")
-def serve_cmd(host: str = typer.Option(None, "--host", help="default COMPAT_HOST"),
-              port: int = typer.Option(None, "--port", min=1, max=65535, help="default COMPAT_PORT"),
-              check_port: bool = typer.Option(False, "--check-port", help="only check that the port is free, exit"),
-              from_make: bool = typer.Option(False, "--from-make", hidden=True,
-                                             help="a busy port names make's PORT=N (the Makefile passes it)")) -> None:
-    """Serve the REST API and the dashboard."""
-    web = _web()
-    hint = web.MAKE_PORT_HINT if from_make else web.PORT_HINT
-    if check_port:
-        web.check_port(host, port, hint)
-        return
-    web.serve(host, port, hint)
-
-
-def _calibration() -> ModuleType:
-    # Imported when `compat calibrate` runs: `compat --help` and bad input answer without torch and transformers.
-    from cli import calibrate
-
-    return calibrate
+app.command("worker")(admin.worker_cmd)
+app.command("beat")(admin.beat_cmd)
+app.add_typer(admin.runs_app, name="runs")
+app.add_typer(admin.db_app, name="db")
+app.add_typer(admin.token_app, name="token")
+app.add_typer(admin.cache_app, name="cache")
+app.command("serve")(admin.serve_cmd)
 
 
 @app.command("calibrate")
@@ -437,7 +282,7 @@ def calibrate_cmd(
                    "neuron")
     validate.observed(arch or [])
     jobs = get_settings().jobs if jobs is None else jobs
-    _calibration().calibrate(device=dev, limit=limit, arch=arch, json_path=json_path, jobs=jobs,
+    lazy.calibration().calibrate(device=dev, limit=limit, arch=arch, json_path=json_path, jobs=jobs,
                              compile_check=compile_check)
 
 

@@ -1,17 +1,17 @@
-"""What the harness commands do once their input is parsed: ``compat sweep | repro | whatif | catalog | cache``.
+"""What the harness commands do once their input is parsed: ``compat sweep | whatif | catalog | cache``.
 ``app.py`` holds their options and help, and imports this module (torch, the store) only to run one; the reads
-(``show``, ``blockers``) are ``reads.py``, without torch. Every number printed from the store is read through
-``service.queries`` (the API's and the pages' reads).
+(``show``, ``blockers``) are ``reads.py``, without torch; ``repro`` is ``repro.py``, run through here. Every number
+printed from the store is read through ``service.queries`` (the API's and the pages' reads).
 """
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from cli import models as model_commands  # noqa: F401  (`compat sweep --models`, run through this module)
 from cli import publish as publish_commands  # noqa: F401  (`compat publish`, run through this module)
+from cli import repro as repro_commands  # noqa: F401  (`compat repro`, run through this module)
 from cli.console import console, fail
 from cli.progress import arch_note, fetch_progress, reporter
 from cli.tables import coverage_table
@@ -37,7 +37,6 @@ from compat.settings import get_settings
 from compat.states import RunState
 from compat.wording import plural
 from service.store import RunStateError, Store
-from worker.build.tiny_config import TinyConfigError, shrink
 from worker.catalog.catalog import Catalog, CatalogError
 from worker.catalog.load import load_catalog, refresh_snapshot
 from worker.orchestration import chains, decisions, notify
@@ -46,14 +45,11 @@ from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcom
 from worker.orchestration.flake_guard import rerun_regressions, rerun_work
 from worker.orchestration.nightly import Rerun, regression_gate
 from worker.orchestration.planning import make_plan
-from worker.orchestration.submissions import submission_entry
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.run.checks.checks import RUN_ORDER
-from worker.run.process.device_names import device_type
 from worker.run.process.devices import Device, DeviceError, resolve_device
 from worker.run.process.pool import MemoryLimitTooLow, check_memory_limit
 from worker.run.reference.reference_cache import folder_cache
-from worker.run.repro.repro_finetune import ReproMixError, finetune_repro
 
 
 def _device(name: str) -> Device:
@@ -318,56 +314,6 @@ def _regression_gate(run_id: str, device: str, baseline: str, fail_on_regression
     return verdict.code
 
 
-def _submitted_entry(submission_id: int) -> ArchitectureEntry:
-    """The entry submission ``submission_id``'s run built, from the config kept on its row (never the Hub)."""
-    url = get_settings().database_url
-    sub = Store(url).submission(submission_id)
-    if sub is None:
-        raise fail(f"no submission {submission_id} in the store {url} (COMPAT_DATABASE_URL)")
-    if sub["config"] is None:
-        raise fail(f"submission {submission_id} ({sub['model_id']}) has no stored config: its Hub config is kept "
-                   "when its run starts (state: " + str(sub["state"]) + ")", 1)
-    try:
-        entry = submission_entry(sub)
-    except ValueError as exc:
-        raise fail(f"submission {submission_id}: {exc}", 1) from None
-    if entry.remote_code:
-        raise fail(f"submission {submission_id} ({entry.name}) needs remote code: nothing to reproduce", 1)
-    return entry
-
-
-def repro(*, architecture: str | None, device: str, checks: list[Check], out: Path | None,
-          submission: int | None = None) -> None:
-    """``compat repro``: a standalone script reproducing ARCH on DEVICE with the sweep's tiny config and seed; with
-    ``submission``, that submission's config shrunk exactly as its run shrank it."""
-    settings = get_settings()
-    kind = device_type(device)  # spelling checked by the CLI; no availability check: repro may target another machine
-    if submission is not None:
-        entry = _submitted_entry(submission)
-    else:
-        entries = {e.name: e for e in load_catalog(settings.catalog_source).entries}
-        bad = architecture_error([architecture], list(entries))
-        if bad:
-            raise fail(bad)
-        entry = entries[architecture]
-    architecture = entry.name
-    try:
-        config = shrink(entry).to_dict()
-    except TinyConfigError as exc:
-        raise fail(f"cannot build a tiny {architecture}: {exc}", 1) from None
-    backend = "neuron" if kind == "neuron" else "inductor"
-    try:  # fsdp/tp: a torchrun script; lora/sft: the single-process script with their blocks
-        script = finetune_repro(architecture, device, config, seed=settings.seed, checks=checks,
-                                compile_backend=backend)
-    except ReproMixError as exc:
-        raise fail(str(exc)) from None
-    if out:
-        out.write_text(script)
-        console.print(f"wrote {out}")
-    else:
-        sys.stdout.write(script)
-
-
 def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None) -> None:
     """``compat catalog refresh``: list the Hub's text-generation models and save the ranked snapshot."""
     listed = limit or get_settings().hub_limit
@@ -378,8 +324,6 @@ def catalog_refresh(*, limit: int | None, out: Path | None, endpoint: str | None
     except CatalogError as exc:
         raise fail(str(exc), 1) from None
     console.print(f"snapshot {cat.snapshot_id}: {plural(len(cat.entries), 'architecture')}")
-
-
 
 
 def whatif(*, chosen: dict[str, str], device: str, run_id: str | None, json_path: Path | None) -> int:

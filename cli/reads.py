@@ -18,7 +18,7 @@ from compat.results import Report, ResultRecord, Status
 from compat.settings import get_settings
 from compat.verdict_text import verdict_text
 from service import queries
-from service import schemas as S
+from service import schemas_blockers as SB
 from service.blockers import to_schema
 from service.commands import runs_list as runs_page
 from service.store import Store
@@ -88,7 +88,7 @@ def show(*, architecture: str, device: str | None, json_path: Path | None, log: 
                 console.print(r.log, markup=False, highlight=False, end="" if r.log.endswith("\n") else "\n")
 
 
-def _stored_blockers(device: str | None, run_id: str | None) -> S.Blockers | None:
+def _stored_blockers(device: str | None, run_id: str | None) -> SB.Blockers | None:
     """The API's ``/blockers`` of ``device`` (its headline run) or of one run; None when nothing is stored."""
     with _store_or_fail(f" on {device}" if device else "").session() as s:
         try:
@@ -101,13 +101,13 @@ def _stored_blockers(device: str | None, run_id: str | None) -> S.Blockers | Non
             return None
 
 
-def _report_blockers(path: Path, device: str | None) -> S.Blockers | None:
+def _report_blockers(path: Path, device: str | None) -> SB.Blockers | None:
     """The same read over a JSON report: its records and its measured chains (``compat.chains``)."""
     report = _read_report(path)
     recs = [r for r in report.results if device is None or r.device == device]
     if not recs:
         return None
-    fallback = [S.FallbackOp(op=f.op, count=len(f.architectures), architectures=f.architectures,
+    fallback = [SB.FallbackOp(op=f.op, count=len(f.architectures), architectures=f.architectures,
                              offloads=f.offloads) for f in fallback_ranking(recs)]
     ranks = {r.architecture: r.rank for r in recs if r.rank is not None}
     return to_schema(blocker_report(recs, [Chain(**c) for c in report.chains]), fallback, ranks, device, report.run.id)

@@ -168,7 +168,7 @@ def results_table(records: list[ResultRecord], title: str, *, full: bool = False
 
 
 class BlockerRow(Protocol):
-    """An op's row as ``compat blockers`` prints it (``service.schemas.Blocker``, from ``compat.chains``)."""
+    """An op's row as ``compat blockers`` prints it (``service.schemas_blockers.Blocker``, from ``compat.chains``)."""
 
     op: str
     architectures: list[str]

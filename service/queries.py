@@ -31,6 +31,7 @@ from compat.states import FINISHED_STATES, RunState, SubmissionState
 from compat.verdict_text import verdict_text
 from service import history
 from service import schemas as S
+from service import schemas_blockers as SB
 from service import submissions as submission_rules
 from service.blockers import blockers_out
 from service.declared_support import declared_lists
@@ -298,7 +299,7 @@ def get_run(session: Session, run_id: str, *, with_results: bool = True) -> S.Ru
                        new_in_release=new.text() if new else None, new_architectures=new.architectures if new else [])
 
 
-def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> S.Blockers:
+def blockers(session: Session, device: str | None = None, run_id: str | None = None) -> SB.Blockers:
     """``compat.chains.blocker_report`` over the headline run of each device (or of ``device``, or one run), with
     each run's measured chains; ``compat.coverage.fallback_ranking`` merged by op. Architectures by rank."""
     return blockers_out(session, _runs_for(session, device, run_id), device, run_id)

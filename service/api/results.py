@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from compat.results import Check, RunKind, Trigger
 from service import queries
 from service import schemas as S
+from service import schemas_blockers as SB
 from service.api.deps import READ_ERRORS, reject_unknown_query
 from service.deps import get_session
 
@@ -89,6 +90,6 @@ def diff(session: SessionDep, a: Annotated[str, Query(max_length=64, pattern=NAM
     return queries.diff_runs(session, a, b)
 
 
-@router.get("/blockers", response_model=S.Blockers, summary="Ops ranked by the architectures they block")
-def blockers(session: SessionDep, device: Device = None, run_id: RunId = None) -> S.Blockers:
+@router.get("/blockers", response_model=SB.Blockers, summary="Ops ranked by the architectures they block")
+def blockers(session: SessionDep, device: Device = None, run_id: RunId = None) -> SB.Blockers:
     return queries.blockers(session, device=device, run_id=run_id)

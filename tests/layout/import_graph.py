@@ -19,21 +19,21 @@ PACKAGES = ("compat", "neuron_backend", "worker", "service", "dashboards", "cli"
 # Function-local imports allowed, by (module, function, imported module): each keeps an import out of a process
 # that must stay light; none hides a cycle. The code carries the same reason in a comment at the import.
 ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
-    ("cli.app", "_harness", "cli.commands"):
+    ("cli.lazy", "harness", "cli.commands"):
         "`compat --help` and bad input answer without importing torch and transformers",
-    ("cli.app", "_database", "service.commands"):
+    ("cli.lazy", "database", "service.commands"):
         "`compat --help` and bad input answer without importing SQLAlchemy and Alembic",
-    ("cli.app", "_web", "cli.serve"):
+    ("cli.lazy", "web", "cli.serve"):
         "`compat --help` and bad input answer without importing FastAPI and uvicorn",
-    ("cli.app", "_cluster", "worker.orchestration.celery_app"):
+    ("cli.lazy", "cluster", "worker.orchestration.celery_app"):
         "`compat --help` and bad input answer without importing Celery",
-    ("cli.app", "_calibration", "cli.calibrate"):
+    ("cli.lazy", "calibration", "cli.calibrate"):
         "`compat --help` and bad input answer without importing torch, transformers and the simulated device",
-    ("cli.app", "_reads", "cli.reads"):
+    ("cli.lazy", "reads", "cli.reads"):
         "`compat show` and `compat blockers` read the store without torch; `compat --help` without SQLAlchemy",
-    ("cli.app", "_lookup", "cli.lookup"):
+    ("cli.lazy", "lookup", "cli.lookup"):
         "`compat lookup` answers from the store in under a second: no torch and none of the other reads' modules",
-    ("cli.app", "_stored", "cli.stored"):
+    ("cli.lazy", "stored", "cli.stored"):
         "bad input answers without SQLAlchemy unless a run id or an uncatalogued architecture is looked up",
     ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner.runner"):
         "the Celery worker's main process forks its pool processes: torch is imported in each of those, not in it",
