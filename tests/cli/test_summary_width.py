@@ -16,7 +16,7 @@ ARCHS = ("LlamaForCausalLM", "Qwen2ForCausalLM", "GPT2LMHeadModel")
 
 def _compat(tmp: Path, *args: str, **env: str) -> list[str]:
     """``compat ARGS`` piped (not a terminal) with COLUMNS=40: narrower than the floor."""
-    base = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'worker' / 'orchestration'}",
+    base = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'helpers'}",
             "HF_HUB_OFFLINE": "1", "HOME": str(tmp), "COLUMNS": "40", "COMPAT_VAR_DIR": str(tmp / "var"),
             "COMPAT_REFERENCE_CACHE": "0"}
     done = subprocess.run([sys.executable, "-m", "cli.app", *args], capture_output=True, text=True, cwd=tmp,

@@ -137,7 +137,7 @@ def test_run_without_decisions_shows_the_plain_head(client, store: Store) -> Non
     assert cov["range_text"] == headline_range(3, 4, []).text() == "3 (75.0%) out of the box"
     assert cov["decisions"] == []
     page = client.get("/").text
-    assert '<p class="small" data-metric="range">3 (75.0%) out of the box</p>' in page
+    assert 'data-metric="range"' not in page  # no decisions measured: no range line under the figure
     assert "data-decisions=" not in page
 
 
@@ -147,13 +147,17 @@ def test_overview_shows_the_range_native_per_check_and_the_decisions(client, sto
     store.set_decisions(rid, _effects())  # bumps the run's data version: the page cache must not serve the old one
     page = client.get("/").text
     text = headline_range(3, 4, _effects()).text()
-    assert f'<p class="small" data-metric="range">{escape(text)}</p>' in page
+    # The range is its own line, "low–high depending on N modelling decisions" (issue 30 item 6); the whole sentence
+    # rides in its tooltip, once.
+    rng = headline_range(3, 4, _effects())
+    assert f'title="{escape(text)}"><strong data-range="{rng.low}-{rng.high}">{rng.low}–{rng.high}</strong>' in page
     assert page.count(str(escape(text))) == 1
     assert ('native per check: load <span data-metric="native-load">4 / 4</span>, forward '
             '<span data-metric="native-forward">2 / 4</span>, generate <span data-metric="native-generate">2 / 4</span>'
             in page)
     assert 'data-metric="out-of-box">3 / 4 (75.0%)</span>' in page  # the report line is kept as it was
     assert 'data-decision="integer_sort_topk=native"' in page
-    assert f'<a href="{SORT_SRC}" rel="noreferrer">{SORT_SRC}</a>' in page
+    # The link keeps the whole URL as its target; its label drops the scheme so the column stays readable (issue 30).
+    assert f'<a href="{SORT_SRC}" rel="noreferrer">{SORT_SRC.removeprefix("https://")}</a>' in page
     assert GMM_SRC in page and f'href="{GMM_SRC}"' not in page  # a repo ref is text, not a link
     assert '<td class="num" data-metric="moves">-2</td>' in page and '<td class="num" data-metric="moves">+1</td>' in page

@@ -71,7 +71,7 @@ def test_no_page_loads_scripts_or_styles_from_another_host(app_factory, sqlite_u
     with db.session_scope(sqlite_url) as s:
         sub_id = create_submission(s, SubmissionInput(model_id="openai-community/gpt2"), submitter="t",
                                    settings=Settings(database_url=sqlite_url)).id
-    params = {"run_id": run_id, "name": ARCHS[0].name, "architecture": ARCHS[0].name, "submission_id": str(sub_id)}
+    params = {"run_id": run_id, "org": "meta-llama", "name": ARCHS[0].name, "architecture": ARCHS[0].name, "submission_id": str(sub_id)}
     with TestClient(app_factory()) as client:
         paths = _get_paths(client.app)
         assert {"/", "/matrix", "/submit", "/runs/{run_id}", "/api/v1/coverage"} <= set(paths), paths
