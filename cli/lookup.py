@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from sqlalchemy import create_engine
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
 from cli.console import console, fail
+from cli.sqlite_path import sqlite_file
 from compat.model_rows import ModelAnswer, valid_model_id
 from compat.plan import plan_text
 from compat.settings import get_settings
@@ -24,16 +23,10 @@ from service import model_queries
 
 
 def _no_sqlite_file(url: str) -> bool:
-    """An SQLite URL whose file does not exist (``cli.stored.missing_store``'s rule, without importing the store's
-    writes and Alembic)."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return False
-    db = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
-        return False
-    return not Path(db).exists()
+    """An SQLite URL whose file does not exist (``cli.stored.missing_store``'s first rule, without importing the
+    store's writes and Alembic)."""
+    path = sqlite_file(url)
+    return path is not None and not path.exists()
 
 
 @contextmanager

@@ -6,13 +6,10 @@ architecture name unknown to the catalog must be looked up.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sqlalchemy import select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 from cli.console import fail
+from cli.sqlite_path import sqlite_file
 from cli.suggest import unknown
 from compat.settings import get_settings
 from service.models import Result, Run
@@ -25,15 +22,8 @@ LIST_RUNS = "`compat runs list --kind all`"
 def missing_store(url: str) -> bool:
     """Whether ``url`` names an SQLite file that does not exist yet: a read must say so, not create an empty one
     (opening a ``Store`` creates and migrates it). A server database, or a URL nothing parses, is left to the store."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return False
-    db = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not db or db == ":memory:" or db.startswith("file:"):
-        return False
-    path = Path(db)
-    if path.exists():
+    path = sqlite_file(url)
+    if path is None or path.exists():
         return False
     # A path no store can ever be at (a parent is a file) is the URL's fault: left to the store's one-line error.
     nearest = next((p for p in path.parents if p.exists()), None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 import traceback as tb
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -122,18 +123,25 @@ def _innermost(exc: BaseException) -> BaseException:
     Follows __cause__/__context__ and the links Dynamo keeps instead: BackendCompilerFailed.inner_exception (raised
     ``from None``) and the typed error a neuron graph break carries (``neuron_error``, as neuron_backend.unwrap_error).
     """
+    for cur in _chain(exc):
+        if _is_device_op_error(cur) or isinstance(cur, (torch.OutOfMemoryError, MemoryError)):
+            return cur
+    return exc
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception it was raised from, breadth first, each once: __cause__, __context__ and the links
+    Dynamo keeps instead (BackendCompilerFailed.inner_exception, a neuron graph break's ``neuron_error``)."""
     seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        cur = stack.pop(0)
+    queue: list[BaseException | None] = [exc]
+    while queue:
+        cur = queue.pop(0)
         if cur is None or id(cur) in seen:
             continue
         seen.add(id(cur))
-        if _is_device_op_error(cur) or isinstance(cur, (torch.OutOfMemoryError, MemoryError)):
-            return cur
-        stack += [getattr(cur, "inner_exception", None), getattr(cur, "neuron_error", None), cur.__cause__,
+        yield cur
+        queue += [getattr(cur, "inner_exception", None), getattr(cur, "neuron_error", None), cur.__cause__,
                   cur.__context__]
-    return exc
 
 
 def attribute(exc: BaseException, failing_op: str | None = None) -> Attribution:
@@ -195,13 +203,7 @@ def missing_package(exc: BaseException) -> str | None:
     install timm)`` from Transformers' "requires the X library" text, the module name of a ``ModuleNotFoundError``,
     else the ImportError's first line; None when no ImportError is in the chain. A missing or broken package is the
     harness's environment, never the device's or the CPU reference's fault."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        cur = stack.pop(0)
-        if cur is None or id(cur) in seen:
-            continue
-        seen.add(id(cur))
+    for cur in _chain(exc):
         if isinstance(cur, ImportError):
             text = " ".join(str(cur).split())
             pip = _PIP_INSTALL.search(text)
@@ -211,7 +213,6 @@ def missing_package(exc: BaseException) -> str | None:
             if isinstance(cur, ModuleNotFoundError) and cur.name:
                 return cur.name.split(".")[0] + hint
             return (text[:200] or type(cur).__name__) + hint
-        stack += [cur.__cause__, cur.__context__]
     return None
 
 
