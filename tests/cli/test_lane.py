@@ -8,6 +8,7 @@ Cheap: the runner is the stand-in (``fake_runner``, in process), the registry a 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from service.store import Store
 from worker.catalog import catalog
 from worker.orchestration.celery_app import NIGHTLY_TASK, beat_schedule
 from worker.orchestration.tasks import nightly_sweep_task
+from worker.run.process import devices
 
 runner = CliRunner()
 PINNED = {"llama": "LlamaForCausalLM", "mixtral": "MixtralForCausalLM"}
@@ -61,14 +63,18 @@ def _runs() -> list[Run]:
 def _newer_release(monkeypatch: pytest.MonkeyPatch) -> None:
     """What `pip install -U transformers` over the pin would change, as far as the harness can see."""
     monkeypatch.setattr(catalog, "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", {**PINNED, "newarch": NEW})
-    monkeypatch.setattr(transformers, "__version__", "99.0.0")
+    # The version the harness records is read from the transformers module ``devices`` holds; under pytest-xdist an
+    # earlier test in the same worker can leave that a different module object than this file's ``transformers``
+    # (seen: the lane run recorded 5.23.0), so patch every object the name may resolve to.
+    for mod in {id(m): m for m in (transformers, devices.transformers, sys.modules["transformers"])}.values():
+        monkeypatch.setattr(mod, "__version__", "99.0.0")
     monkeypatch.setenv("COMPAT_LANE", TRANSFORMERS_LATEST_LANE)
     get_settings.cache_clear()
 
 
 def test_the_lane_lists_and_judges_what_is_new_with_its_own_baseline(env: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    pinned_version = transformers.__version__
+    pinned_version = devices.transformers.__version__
     out = _sweep()
     assert "new in transformers" not in out  # the pinned lane, nothing new: nothing said
     _newer_release(monkeypatch)
