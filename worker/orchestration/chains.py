@@ -10,7 +10,6 @@ nothing: its chains stay at the first blocker.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from compat.chains import Chain, ChainEnd, chains_of, extend
 from compat.results import SUPPORT_CHECKS, Report, Scope, by_architecture
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.run.process.devices import Device
+from worker.run.process.environ import environ_set
 
 ENV = "NEURON_CPU_OPS"
 Progress = Callable[[str, int, int], None]  # (what is measured, done, total)
@@ -34,17 +34,12 @@ def can_move_ops(device: Device) -> bool:
 def moved(device: Device, ops: list[str]) -> Iterator[None]:
     """Run the block with ``ops`` on the CPU fallback: in the environment (pool workers spawned inside inherit it)
     and in this process (``--jobs 0``); both are put back afterwards."""
-    before = os.environ.get(ENV)
-    os.environ[ENV] = ",".join(ops)
-    device.backend.set_cpu_ops(set(ops))
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before
-        device.backend.set_cpu_ops(set())
+    with environ_set(ENV, ",".join(ops)):
+        device.backend.set_cpu_ops(set(ops))
+        try:
+            yield
+        finally:
+            device.backend.set_cpu_ops(set())
 
 
 def measure(report: Report, device: Device, *, jobs: int, progress: Progress | None = None) -> list[Chain]:

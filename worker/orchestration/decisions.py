@@ -8,7 +8,6 @@ the device and the CPU fallback is re-judged from the stored fallback ops instea
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ from compat.decisions import DecisionEffect, affected, effect_of, rejudge_fallba
 from compat.results import SUPPORT_CHECKS, Report, Scope, arch_verdict, by_architecture
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.run.process.devices import Device
+from worker.run.process.environ import environ_set
 
 ENV = "NEURON_SWITCHES"
 Progress = Callable[[str, int, int], None]  # (what is measured, done, total)
@@ -48,20 +48,15 @@ def plans(switches: list[dict[str, Any]]) -> list[dict[str, str]]:
 def switched(device: Device, chosen: dict[str, str]) -> Iterator[None]:
     """Run the block with ``chosen`` switches set: in the environment (pool workers spawned inside inherit it) and in
     this process (``--jobs 0``); both are put back afterwards."""
-    before = os.environ.get(ENV)
-    os.environ[ENV] = ",".join(f"{k}={v}" for k, v in sorted(chosen.items()))
     setter = getattr(device.backend, "set_switches", None)
-    if setter is not None:
-        setter(chosen)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before
+    with environ_set(ENV, ",".join(f"{k}={v}" for k, v in sorted(chosen.items()))):
         if setter is not None:
-            setter({})
+            setter(chosen)
+        try:
+            yield
+        finally:
+            if setter is not None:
+                setter({})
 
 
 def measure(report: Report, device: Device, *, jobs: int, progress: Progress | None = None) -> list[DecisionEffect]:

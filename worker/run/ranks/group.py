@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from worker.run.process.environ import environ_set
 from worker.run.ranks import ranks
 
 WORLD = 2
@@ -99,19 +100,14 @@ def _children_allowed() -> Iterator[None]:
     config = mp.current_process()._config  # noqa: SLF001 - the flag BaseProcess.start checks
     daemon = config.get("daemon")
     config["daemon"] = False
-    autoload = os.environ.get(AUTOLOAD)
-    os.environ[AUTOLOAD] = "0"
     try:
-        yield
+        with environ_set(AUTOLOAD, "0"):
+            yield
     finally:
         if daemon is None:
             config.pop("daemon", None)
         else:
             config["daemon"] = daemon
-        if autoload is None:
-            os.environ.pop(AUTOLOAD, None)
-        else:
-            os.environ[AUTOLOAD] = autoload
 
 
 def _kill(proc: mp.process.BaseProcess) -> None:
