@@ -10,66 +10,39 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
+
+from latency import load_process, serve, timed_gets
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS_MS = {"coverage": 50.0, "architectures": 50.0, "architectures_filtered": 50.0, "diff": 200.0,
               "diff_random_pairs": 200.0}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pct(values: list[float], q: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
-
-
 def drive(base: str, requests: int, concurrency: int) -> dict[str, dict[str, float]]:
     """Runs in the load process: per endpoint, ``requests`` GETs with ``concurrency`` in flight."""
-    import httpx
-
-    endpoints = {
-        "coverage": "/api/v1/coverage?device=neuron",
-        "architectures": "/api/v1/architectures?device=neuron&per_page=50",
-        "architectures_filtered": "/api/v1/architectures?device=neuron&status=unsupported&check=forward&q=arch1",
-        "diff": "/api/v1/diff?a=run0098&b=run0099",
-        # Random pairs over 100 runs overflow the 64-entry roll-up cache: mostly cold reads.
-        "diff_random_pairs": None,
-    }
     rng = random.Random(0)
-    out = {}
-    with httpx.Client(base_url=base, timeout=30, limits=httpx.Limits(max_connections=concurrency)) as client:
-        for name, path in endpoints.items():
-            def url(path: str | None = path) -> str:
-                if path is not None:
-                    return path
-                a, b = rng.sample(range(100), 2)
-                return f"/api/v1/diff?a=run{a:04d}&b=run{b:04d}"
 
-            for _ in range(10):  # warm connections (and, for fixed URLs, the cache)
-                client.get(url()).raise_for_status()
+    def fixed(path: str) -> Callable[[], str]:
+        return lambda: path
 
-            def one(_: int, path: str | None = path) -> float:
-                target = url(path)
-                t = time.perf_counter()
-                r = client.get(target)
-                r.raise_for_status()
-                return (time.perf_counter() - t) * 1000
+    def random_pair() -> str:
+        # Random pairs over 100 runs overflow the 64-entry roll-up cache: mostly cold reads.
+        a, b = rng.sample(range(100), 2)
+        return f"/api/v1/diff?a=run{a:04d}&b=run{b:04d}"
 
-            with ThreadPoolExecutor(concurrency) as pool:
-                lat = list(pool.map(one, range(requests)))
-            out[name] = {"p50_ms": round(_pct(lat, 0.5), 1), "p99_ms": round(_pct(lat, 0.99), 1),
-                         "n": len(lat)}
-    return out
+    rows = {
+        "coverage": (fixed("/api/v1/coverage?device=neuron"), 200),
+        "architectures": (fixed("/api/v1/architectures?device=neuron&per_page=50"), 200),
+        "architectures_filtered": (
+            fixed("/api/v1/architectures?device=neuron&status=unsupported&check=forward&q=arch1"), 200),
+        "diff": (fixed("/api/v1/diff?a=run0098&b=run0099"), 200),
+        "diff_random_pairs": (random_pair, 200),
+    }
+    return timed_gets(base, rows, requests, concurrency)
 
 
 def main() -> int:
@@ -84,31 +57,8 @@ def main() -> int:
         return 0
     if not args.db.exists():
         subprocess.run([sys.executable, str(ROOT / "bench" / "gen_db.py"), str(args.db)], check=True, cwd=ROOT)
-    port = _free_port()
-    env = {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{args.db.resolve()}"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "cli.serve:create_app", "--factory", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning", "--no-access-log"], cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("server did not start")
-            time.sleep(0.2)
-        load = subprocess.run([sys.executable, __file__, "--drive", base, "--requests", str(args.requests),
-                               "--concurrency", str(args.concurrency)], capture_output=True, text=True, check=True)
-        results = json.loads(load.stdout)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with serve(f"sqlite:///{args.db.resolve()}", start_timeout_s=60) as base:
+        results = load_process(__file__, base, args.requests, args.concurrency)
     ok = True
     print(f"{'endpoint':<24}{'p50 ms':>10}{'p99 ms':>10}{'target p99':>12}  (n={args.requests}, "
           f"concurrency={args.concurrency}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")

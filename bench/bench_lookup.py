@@ -2,6 +2,7 @@
 process, the load in another, as bench_api.py), and the wall time of ``compat lookup`` (a fresh process each time).
 
     .venv/bin/python bench/bench_lookup.py [--db var/lookup-bench.db] [--requests 500] [--concurrency 4]
+        [--cli-runs 20] [--cli-only] [--compare] [--inprocess]
 
 Without ``--db`` (or when it does not exist yet) the store is seeded by ``compat sweep --models --device cpu
 --jobs 0`` over the whole shipped corpus with the passing stand-in runner (COMPAT_RUN_HOOK=passing_runner:passing,
@@ -15,28 +16,18 @@ import argparse
 import json
 import os
 import random
-import socket
+import resource
 import statistics
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from latency import load_process, pct, serve, timed_gets
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_P99_MS = 50.0  # issue 33
 TARGET_CLI_S = 1.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _pct(values: list[float], q: float) -> float:
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
 
 
 def seed(db: Path) -> None:
@@ -49,28 +40,10 @@ def seed(db: Path) -> None:
 
 def drive(base: str, requests: int, concurrency: int, ids: list[str]) -> dict[str, dict[str, float]]:
     """Runs in the load process: stored models (200) and unknown ones (404), ``requests`` GETs each."""
-    import httpx
-
     rng = random.Random(0)
-    out = {}
-    with httpx.Client(base_url=base, timeout=30, limits=httpx.Limits(max_connections=concurrency)) as client:
-        for name, pick, status in (("stored model", lambda: rng.choice(ids), 200),
-                                   ("unknown model (404)", lambda: f"nobody/m{rng.randrange(10**6)}", 404)):
-            for _ in range(10):
-                client.get(f"/api/v1/models/{pick()}")
-
-            def one(_: int, pick=pick, status=status) -> float:  # noqa: ANN001
-                target = f"/api/v1/models/{pick()}"
-                t = time.perf_counter()
-                r = client.get(target)
-                if r.status_code != status:
-                    raise SystemExit(f"{target}: {r.status_code}, expected {status}")
-                return (time.perf_counter() - t) * 1000
-
-            with ThreadPoolExecutor(concurrency) as pool:
-                lat = list(pool.map(one, range(requests)))
-            out[name] = {"p50_ms": round(_pct(lat, 0.5), 1), "p99_ms": round(_pct(lat, 0.99), 1), "n": len(lat)}
-    return out
+    rows = {"stored model": (lambda: f"/api/v1/models/{rng.choice(ids)}", 200),
+            "unknown model (404)": (lambda: f"/api/v1/models/nobody/m{rng.randrange(10**6)}", 404)}
+    return timed_gets(base, rows, requests, concurrency)
 
 
 def inprocess(url: str, ids: list[str], requests: int) -> None:
@@ -90,18 +63,31 @@ def inprocess(url: str, ids: list[str], requests: int) -> None:
         if i >= 20:  # the first 20 warm the app
             wall.append((time.perf_counter() - t) * 1000)
             cpu.append((time.process_time() - c) * 1000)
-    print(f"in-process, one at a time (n={requests}): wall p50 {_pct(wall, 0.5):.1f} ms p99 {_pct(wall, 0.99):.1f} "
-          f"ms; CPU p50 {_pct(cpu, 0.5):.1f} ms p99 {_pct(cpu, 0.99):.1f} ms")
+    print(f"in-process, one at a time (n={requests}): wall p50 {pct(wall, 0.5):.1f} ms p99 {pct(wall, 0.99):.1f} "
+          f"ms; CPU p50 {pct(cpu, 0.5):.1f} ms p99 {pct(cpu, 0.99):.1f} ms")
 
 
-def cli_times(db: Path, model_id: str, n: int = 5) -> list[float]:
+# What the installed `compat` script runs (pyproject's [project.scripts]: cli.entry:main), and the entry point before
+# issue 33's cut (cli.app:main: the whole Typer tree, rich, every command's imports), for the ratio in one run.
+PROGRAMS = {"compat lookup": "import sys; from cli.entry import main; sys.exit(main())",
+            "via cli.app (before)": "import sys; from cli.app import main; sys.exit(main())"}
+
+
+def cli_times(db: Path, model_id: str, n: int, programs: list[str]) -> dict[str, dict[str, list[float]]]:
+    """``compat lookup MODEL --json`` in a fresh process, ``n`` times per program, interleaved: per program the wall
+    s, the process's CPU s (user + system: less sensitive to a loaded machine) and the load average at each start."""
     env = {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{db.resolve()}"}
-    exe = Path(sys.executable).with_name("compat")
-    out = []
+    out = {p: {"wall": [], "cpu": [], "load": []} for p in programs}
     for _ in range(n):
-        t = time.perf_counter()
-        subprocess.run([str(exe), "lookup", model_id, "--json"], env=env, check=True, stdout=subprocess.DEVNULL)
-        out.append(time.perf_counter() - t)
+        for name in programs:
+            out[name]["load"].append(os.getloadavg()[0])
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", PROGRAMS[name], "lookup", model_id, "--json"], env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+            out[name]["wall"].append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            out[name]["cpu"].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return out
 
 
@@ -113,6 +99,10 @@ def main() -> int:
     ap.add_argument("--inprocess", action="store_true",
                     help="also time each lookup in this process (ASGI test client, one at a time): wall and CPU ms, "
                          "the CPU figure less sensitive to a loaded machine")
+    ap.add_argument("--cli-runs", type=int, default=20, help="fresh `compat lookup` processes to time (>= 20)")
+    ap.add_argument("--cli-only", action="store_true", help="time the CLI only, not the API")
+    ap.add_argument("--compare", action="store_true", help="also time the lookup through cli.app's whole command "
+                    "tree (the entry point before issue 33's cut), interleaved, and print the ratio")
     ap.add_argument("--drive", help=argparse.SUPPRESS)  # internal: the load process, against this URL
     ap.add_argument("--ids", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -128,33 +118,12 @@ def main() -> int:
 
     with Store(url).session() as s:
         ids = [row.model_id for row, _ in list_models(s) if "/" in row.model_id]
-    port = _free_port()
-    env = {**os.environ, "COMPAT_DATABASE_URL": url}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "cli.serve:create_app", "--factory", "--host", "127.0.0.1",
-         "--port", str(port), "--log-level", "warning", "--no-access-log"], cwd=ROOT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        import httpx
-
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("server did not start")
-            time.sleep(0.2)
-        load = subprocess.run([sys.executable, __file__, "--drive", base, "--requests", str(args.requests),
-                               "--concurrency", str(args.concurrency), "--ids", json.dumps(ids)],
-                              capture_output=True, text=True, check=True)
-        results = json.loads(load.stdout)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    cli = cli_times(args.db, "meta-llama/Llama-3.1-8B-Instruct")
+    results = {}
+    if not args.cli_only:
+        with serve(url) as base:
+            results = load_process(__file__, base, args.requests, args.concurrency, "--ids", json.dumps(ids))
+    programs = list(PROGRAMS) if args.compare else ["compat lookup"]
+    cli = cli_times(args.db, "meta-llama/Llama-3.1-8B-Instruct", args.cli_runs, programs)
     if args.inprocess:
         inprocess(url, ids, args.requests)
     print(f"{len(ids)} stored models with a Hub id; n={args.requests} per row, concurrency={args.concurrency}, "
@@ -165,8 +134,21 @@ def main() -> int:
         ok &= met
         print(f"GET /api/v1/models/ORG/NAME, {name:<20} p50 {r['p50_ms']:>6} ms  p99 {r['p99_ms']:>6} ms  "
               f"(target p99 {TARGET_P99_MS} ms: {'ok' if met else 'MISSED'})")
-    print(f"compat lookup (fresh process, 5 runs): min {min(cli):.2f} s, median {statistics.median(cli):.2f} s "
-          f"(target {TARGET_CLI_S} s: {'ok' if min(cli) <= TARGET_CLI_S else 'MISSED'})")
+    for name, m in cli.items():
+        walls, cpus, loads = m["wall"], m["cpu"], m["load"]
+        med = statistics.median(walls)
+        if name == "compat lookup":
+            ok &= med < TARGET_CLI_S
+        print(f"{name} (fresh process, {len(walls)} runs): wall median {med:.3f} s, p90 {pct(walls, 0.9):.3f} s, "
+              f"min {min(walls):.3f} s; CPU median {statistics.median(cpus):.3f} s, p90 {pct(cpus, 0.9):.3f} s; "
+              f"load average {min(loads):.1f}-{max(loads):.1f}"
+              + (f" (target {TARGET_CLI_S} s wall: {'ok' if med < TARGET_CLI_S else 'MISSED'})"
+                 if name == "compat lookup" else ""))
+    if len(cli) == 2:
+        (new, old) = (cli[p] for p in PROGRAMS)
+        print("median ratio compat lookup / via cli.app: wall "
+              f"{statistics.median(new['wall']) / statistics.median(old['wall']):.2f}, CPU "
+              f"{statistics.median(new['cpu']) / statistics.median(old['cpu']):.2f}")
     return 0 if ok else 1
 
 

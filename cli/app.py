@@ -13,11 +13,11 @@ from pathlib import Path
 
 import typer
 
-from cli import admin, lazy, validate
-from cli.console import console, fail
+from cli import admin, exits, lazy, lookup_cli, validate
+from cli.console import fail
 from cli.help_text import SweepCommand, checks_help
 from compat.results import Check, Trigger
-from compat.settings import SettingError, get_settings
+from compat.settings import get_settings
 from worker.orchestration.nightly import parse_baseline
 
 PLAIN = admin.PLAIN  # Click's plain help: no option name cut at 80 columns (admin.PLAIN says why)
@@ -140,25 +140,7 @@ def show(
     lazy.reads().show(architecture=architecture, device=device, json_path=json_path, log=log, full=full)
 
 
-@app.command()
-def lookup(
-    model_id: str = typer.Argument(None, help="ORG/NAME, as on the Hub"),
-    as_json: bool = typer.Option(False, "--json", help="the API's JSON answer"),
-    device: str = typer.Option(None, "--device", "-d", help="the device judged on (default: the newest)"),
-    list_all: bool = typer.Option(False, "--list", help="the per-model headline and every stored model"),
-    hub: bool = typer.Option(False, "--hub", help="a model not stored: read its config.json from the Hub "
-                             "(HF_ENDPOINT): its architecture's verdict, what differs, a plan"),
-) -> None:
-    """A model's verdict, checks and real-size plan, from the store (after `compat sweep --models`)."""
-    if hub and model_id:
-        lazy.harness().model_commands.lookup_hub(model_id=model_id, device=device, as_json=as_json, endpoint=None)
-        return
-    if list_all:
-        lazy.lookup().list_models(device)
-        return
-    if not model_id:
-        raise fail("name a model (ORG/NAME), or --list")
-    lazy.lookup().lookup(model_id, device=device, as_json=as_json)
+app.command("lookup")(lookup_cli.lookup)
 
 
 @app.command()
@@ -287,11 +269,7 @@ def calibrate_cmd(
 
 
 def main() -> None:
-    try:
-        app()
-    except SettingError as exc:  # a setting nothing can use (COMPAT_DATABASE_URL): one line, not a traceback
-        console.print(f"error: {exc}", highlight=False, markup=False, soft_wrap=True)
-        raise SystemExit(2) from None
+    exits.run(app)
 
 
 if __name__ == "__main__":

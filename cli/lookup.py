@@ -1,7 +1,8 @@
 """``compat lookup ORG/NAME [--json]``: a model's verdict, checks and real-size plan, read from the store.
 
-No torch, no Transformers, no Alembic: SQLAlchemy over the store and rich only, so the answer comes in about a
-second. A read never creates or migrates a store: a missing one, or one older than the models table, is one line.
+No torch, no Transformers, no Alembic, no rich: SQLAlchemy over the store and plain ``print``, so the answer comes
+in under a second. A read never creates or migrates a store: a missing one, or one older than the models table, is
+one line.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.orm import Session
 
-from cli.console import console, fail
+from cli.exits import fail
 from cli.sqlite_path import sqlite_file
 from compat.model_rows import ModelAnswer, valid_model_id
 from compat.plan import plan_text
@@ -65,18 +66,17 @@ def lookup(model_id: str, *, device: str | None, as_json: bool) -> None:
 
 def print_answer(a: ModelAnswer) -> None:
     sha = f"@{a.sha[:12]}" if a.sha else ""
-    console.print(f"{a.model_id}{sha}: {a.verdict} on {a.device or '?'} ({a.architecture}; {a.basis})",
-                  highlight=False, markup=False, soft_wrap=True)
+    print(f"{a.model_id}{sha}: {a.verdict} on {a.device or '?'} ({a.architecture}; {a.basis})")
     for check, c in a.checks.items():
         extra = f" at {c.blocking_op}" if c.blocking_op else ""
         why = f": {c.reason}" if c.reason and c.status != "pass" else ""
-        console.print(f"  {check:9} {c.status}{extra}{why}", highlight=False, markup=False, soft_wrap=True)
+        print(f"  {check:9} {c.status}{extra}{why}")
     if a.plan:
-        console.print("  plan: " + plan_text(a.plan), highlight=False, markup=False, soft_wrap=True)
+        print("  plan: " + plan_text(a.plan))
     for line in a.differs_in[:10]:
-        console.print(f"  differs from the judged model: {line}", highlight=False, markup=False, soft_wrap=True)
+        print(f"  differs from the judged model: {line}")
     if a.catalog:
-        console.print(f"  catalog: {a.catalog}; run {a.run_id or '-'}", highlight=False, markup=False, soft_wrap=True)
+        print(f"  catalog: {a.catalog}; run {a.run_id or '-'}")
 
 
 def list_models(device: str | None) -> None:
@@ -89,6 +89,6 @@ def list_models(device: str | None) -> None:
         raise fail(OLD_STORE, 1) from None
     if head is None:
         raise fail("no models stored; run `compat sweep --models` first", 1)
-    console.print(head.text(), highlight=False, markup=False, soft_wrap=True)
+    print(head.text())
     for row, a in pairs:
-        console.print(f"{row.model_id}  {a.verdict}  ({row.architecture})", highlight=False, markup=False, soft_wrap=True)
+        print(f"{row.model_id}  {a.verdict}  ({row.architecture})")

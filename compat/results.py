@@ -122,7 +122,12 @@ def run_kind(trigger: str) -> RunKind:
     return RunKind.SUBMISSION if trigger == Trigger.SUBMISSION else RunKind.SWEEP
 
 
+LAZY = ConfigDict(defer_build=True)
+
+
 class ErrorInfo(BaseModel):
+    model_config = LAZY
+
     type: str
     message: str
     traceback: str | None = None
@@ -130,6 +135,8 @@ class ErrorInfo(BaseModel):
 
 class DeviceInfo(BaseModel):
     """Identity of the device under test, recorded with every run."""
+
+    model_config = LAZY
 
     name: str  # torch device string: "neuron", "cpu", "cuda"
     simulated: bool = False
@@ -142,7 +149,7 @@ class DeviceInfo(BaseModel):
 # Configs carry non-finite floats (Nemotron-H's time_step_limit [0.0, Infinity]); pydantic's JSON mode would turn them
 # into null. "constants" keeps them as floats in model_dump(mode="json") and writes Infinity/NaN in JSON text, which
 # Python's json and pydantic's parser read back.
-KEEP_NON_FINITE = ConfigDict(ser_json_inf_nan="constants")
+KEEP_NON_FINITE = ConfigDict(ser_json_inf_nan="constants", defer_build=True)
 
 
 class ArchitectureEntry(BaseModel):
@@ -162,6 +169,8 @@ class ArchitectureEntry(BaseModel):
 
 class ResultRecord(BaseModel):
     """One (architecture, device, check) outcome."""
+
+    model_config = LAZY
 
     architecture: str
     rank: int | None = None
@@ -193,6 +202,8 @@ class ResultRecord(BaseModel):
 class Provenance(BaseModel):
     """What a submission run measured: the submitted Hub id and revision, and the digest of the config it ran."""
 
+    model_config = LAZY
+
     submission_id: int | None = None
     model_id: str | None = None
     revision: str | None = None
@@ -205,6 +216,8 @@ TRANSFORMERS_LATEST_LANE = "transformers-latest"
 
 
 class RunInfo(BaseModel):
+    model_config = LAZY
+
     id: str = Field(default_factory=lambda: uuid.uuid4().hex)
     trigger: Trigger = Trigger.MANUAL
     device: DeviceInfo
@@ -230,6 +243,8 @@ class RunInfo(BaseModel):
 
 class OpTrace(BaseModel):
     """aten ops (with input dtypes) an architecture dispatches on the CPU reference."""
+
+    model_config = LAZY
 
     architecture: str
     ops: list[str]  # e.g. ["aten::mm (Float)", "aten::histc (Long)"]

@@ -9,6 +9,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -17,6 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from cli import entry
 from cli.app import app
 from compat.settings import Settings, get_settings
 from dashboards.views import mount_pages
@@ -114,6 +118,41 @@ def test_cli_and_api_give_the_same_answer(swept) -> None:  # noqa: ANN001
     assert res.exit_code == 1 and "submit it" in res.output
     res = CliRunner().invoke(app, ["lookup", "bad id!"])
     assert res.exit_code == 2 and "invalid model id" in res.output
+
+
+def test_the_compat_program_answers_a_lookup_as_the_api_does(swept, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                                              capsys: pytest.CaptureFixture) -> None:
+    """``compat lookup`` as installed (pyproject's entry point ``cli.entry:main``, the lookup's own small command
+    line): the same JSON as the API, and the same one-line 404 hint and exit codes."""
+    _, _, url = swept
+    monkeypatch.setattr(sys, "argv", ["compat", "lookup", "meta-llama/Llama-3.1-8B-Instruct", "--json"])
+    with pytest.raises(SystemExit) as done:
+        entry.main()
+    assert done.value.code in (0, None)
+    client = TestClient(create_app(Settings(database_url=url), migrate=False))
+    assert json.loads(capsys.readouterr().out) == client.get("/api/v1/models/meta-llama/Llama-3.1-8B-Instruct").json()
+    for argv, code, text in ((["nobody/nothing"], 1, "submit it"), (["bad id!"], 2, "invalid model id")):
+        monkeypatch.setattr(sys, "argv", ["compat", "lookup", *argv])
+        with pytest.raises(SystemExit) as done:
+            entry.main()
+        err = capsys.readouterr().err
+        assert done.value.code == code and err.startswith("error: ") and text in err and len(err.splitlines()) == 1
+
+
+def test_a_lookup_imports_only_the_store_read(swept) -> None:  # noqa: ANN001
+    """What keeps ``compat lookup`` under a second (bench/README.md has the times; no test times it): the program
+    answers without torch, Transformers, Alembic, rich or the other commands' Typer tree (``cli.app``)."""
+    _, _, url = swept
+    code = ("import sys; sys.argv = ['compat', 'lookup', 'gpt2', '--json']\n"
+            "from cli import entry\n"
+            "try:\n    entry.main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+            "heavy = ('torch', 'transformers', 'alembic', 'rich', 'cli.app', 'cli.commands', 'fastapi')\n"
+            "print('LOADED', [m for m in heavy if m in sys.modules])\n")
+    env = {**os.environ, "COMPAT_DATABASE_URL": url}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert '"model_id": "gpt2"' in out.stdout
+    assert out.stdout.strip().splitlines()[-1] == "LOADED []"
 
 
 def test_pages_show_the_same_answer_and_headline(swept) -> None:  # noqa: ANN001

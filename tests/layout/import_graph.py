@@ -33,6 +33,8 @@ ALLOWED_LOCAL: dict[tuple[str, str, str], str] = {
         "`compat show` and `compat blockers` read the store without torch; `compat --help` without SQLAlchemy",
     ("cli.lazy", "lookup", "cli.lookup"):
         "`compat lookup` answers from the store in under a second: no torch and none of the other reads' modules",
+    ("cli.entry", "main", "cli.app"):
+        "`compat lookup` starts without the other commands' Typer tree and its imports (validate, help, nightly)",
     ("cli.lazy", "stored", "cli.stored"):
         "bad input answers without SQLAlchemy unless a run id or an uncatalogued architecture is looked up",
     ("worker.orchestration.tasks", "_warm_pool_process", "worker.run.runner.runner"):

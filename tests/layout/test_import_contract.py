@@ -175,5 +175,7 @@ def test_a_function_local_import_is_caught_unless_allowed_and_commented(tmp_path
 
 
 def test_the_allow_list_is_small_and_says_why() -> None:
-    assert len(ALLOWED_LOCAL) <= 19  # 19: cli.lookup, a model's answer in under a second (issue 33)
+    # 19: cli.lookup, a model's answer in under a second (issue 33); 20: cli.entry -> cli.app, the same answer
+    # without the other commands' Typer tree and rich (the lookup measured 1.04-1.10 s with them)
+    assert len(ALLOWED_LOCAL) <= 20
     assert all(len(reason) > 20 for reason in ALLOWED_LOCAL.values())
