@@ -75,11 +75,15 @@ def lookup(session: Session, model_id: str, device: str | None = None,
     peer = session.scalars(select(CatalogModel).where(
         (CatalogModel.architecture == arch) | (CatalogModel.judged_as == arch),
         CatalogModel.run_id.is_not(None)).order_by(CatalogModel.updated.desc())).first()
+    # The class verdict (the architecture's latest class run); where the class was never swept, the peer model's own.
     records = runs.latest_results_in(session, peer.judged_as if peer else arch, device)
+    if records:
+        dev = records[0].device
+        records = [r for r in records if r.device == dev]
+    elif peer is not None:
+        records, dev = _records(session, peer), peer.device
     if not records:
         return None
-    dev = records[0].device
-    records = [r for r in records if r.device == dev]
     return ModelAnswer(model_id=model_id, architecture=arch, verdict=arch_verdict(records), checks=_checks(records),
                        plan=None, basis=NOT_RUN, device=dev,
                        differs_in=differs_in(config, peer.config or {}) if peer else [])

@@ -20,6 +20,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from compat import identity
+from compat.model_rows import CORPUS_SOURCE
 from compat.results import PINNED_LANE, ResultRecord, Scope, Trigger, is_ranked, scope_label
 from compat.states import FINISHED_STATES
 from service.lifecycle import reap
@@ -173,9 +174,10 @@ def get_run_row(session: Session, run_id: str) -> Run:
 
 def latest_runs_of(session: Session, architecture: str, device: str | None = None) -> dict[str, str]:
     """device identity -> the newest finished run that has results of ``architecture`` (any scope: a run of just
-    this architecture is its latest word; submission runs, which measure a submitter's own config, are not)."""
+    this architecture is its latest word; submission runs and per-model runs (``compat sweep --models``), which
+    measure one model's own config, are not: the class verdict stays the class sweep's)."""
     q = (select(Run.identity, Result.run_id).join(Run, Run.id == Result.run_id)
-         .where(Result.architecture == architecture, *_FINISHED_SWEEP))
+         .where(Result.architecture == architecture, Run.catalog_source != CORPUS_SOURCE, *_FINISHED_SWEEP))
     if device is not None:
         q = q.where(Run.identity == (resolve_identity(session, device) or device))
     newest: dict[str, str] = {}

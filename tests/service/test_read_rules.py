@@ -139,3 +139,18 @@ def test_a_run_from_before_owners_were_recorded_is_reaped_by_its_silence_since_s
     assert rid == old and why.startswith("no heartbeat for ")
     with db.session_scope(sqlite_url) as s:
         assert s.get(Run, old).state == "interrupted"
+
+
+def test_a_per_model_run_is_not_the_class_verdict(sqlite_url: str) -> None:
+    """`compat sweep --models` (catalog source "corpus") judges one model's own config: a newer per-model run of an
+    architecture must not replace the class sweep's results on its page, badge and `show` (issue 33: "the class
+    verdict stays as it is"); the nightly runs the per-model sweep after the class sweep, so this is every night."""
+    store = Store(sqlite_url)
+    t = times(2)
+    full = seed(store, started=t[0])
+    per_model = _started(store, started=t[1], scope=Scope.SELECTION, source="corpus", archs=ARCHS[:1])
+    store.add_results(per_model, [rec(ARCHS[0].name, c, Status.ERROR) for c in CHECKS])
+    store.finish_run(per_model)
+    with db.session_scope(sqlite_url) as s:
+        assert set(runs.latest_runs_of(s, ARCHS[0].name).values()) == {full}
+        assert Status.ERROR not in {r.status for r in runs.latest_results_in(s, ARCHS[0].name, "neuron")}

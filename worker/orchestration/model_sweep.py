@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from compat.configjson import config_digest
-from compat.model_rows import ModelRow
+from compat.model_rows import CORPUS_SOURCE, ModelRow
 from compat.plan import DEFAULT_BATCH, DEFAULT_TOKENS
 from compat.results import ArchitectureEntry, Check, Report, ResultRecord, Scope
 from service.model_store import save_models
@@ -21,7 +21,7 @@ from worker.build.tiny_config import TinyConfigError, shrink
 from worker.orchestration.sweep import run_sweep
 from worker.run.process.devices import Device
 
-CATALOG_SOURCE = "corpus"
+CATALOG_SOURCE = CORPUS_SOURCE  # per-model runs: the class reads (service.runs.latest_runs_of) skip them
 Progress = Callable[[ArchitectureEntry, list[ResultRecord]], None]
 
 
