@@ -8,14 +8,19 @@ blocking). A plan's verdict for an architecture is then:
 
 - no re-run switch of the plan touches it: its stored records, re-judged for the plan's fallback-only ("traces")
   switches (``compat.decisions.rejudge_fallback``; with none, its stored verdict);
+- the touching re-run switches cannot move it (``cannot_move``): its support checks never reached the device (its
+  load check, the first, ended at the build or the CPU reference), or every touching switch is strict (its option
+  only makes ops fail that ran: it never lets a failing op run nor changes what a running op computes) and the
+  architecture is already failing (its first failure stays, or an earlier one comes): its stored records;
 - otherwise: the re-run with exactly the touching re-run switches set, re-judged for the plan's fallback-only
   switches. A combination whose switches each touch different architectures is thereby the union of its singles,
   measured once; an architecture two re-run switches of the combination touch (a failure behind another, MoE's
   integer sort then ``_grouped_mm``) gets a re-run of its own with both set.
 
-This is exact under the two contracts the old full re-run already relied on: a switch whose ops an architecture's
-support checks never run cannot move it (the old rule looked only at the architectures a switch touches), and a
-"traces" switch only moves its op between the device and the CPU fallback (its declared measure).
+This is exact under the contracts the old full re-run already relied on: a switch whose ops an architecture's
+support checks never run cannot move it (the old rule looked only at the architectures a switch touches), a "traces"
+switch only moves its op between the device and the CPU fallback (its declared measure), and a "strict" switch's
+other option only lets less run (how the range's strict end is measured).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from compat.decisions import affected, touches
-from compat.results import SUPPORT_CHECKS, ResultRecord
+from compat.results import SUPPORT_CHECKS, Check, ResultRecord, Status, arch_verdict, by_architecture
 
 Plan = Mapping[str, str]  # switch id -> the option measured
 
@@ -65,6 +70,17 @@ def support_ops(arch: str, traces: Mapping[str, Sequence[str]], support_traces: 
     return ops
 
 
+def cannot_move(hit: Sequence[Mapping], records: Sequence[ResultRecord]) -> bool:
+    """Whether setting the re-run switches ``hit`` (each touching the architecture) cannot change the verdict of the
+    architecture whose support records are ``records`` (see the module's rule; conservative: False when unsure)."""
+    support = [r for r in records if r.check in SUPPORT_CHECKS]
+    first = next((r for r in support if r.check == Check.LOAD), None)
+    if first is not None and first.status in (Status.REFERENCE_FAIL, Status.SKIPPED):
+        return True  # the device ran no support check: the build or the CPU reference stopped it
+    strict = bool(hit) and all(sw.get("other_option") == "strict" for sw in hit)
+    return strict and arch_verdict(support) == "failing"
+
+
 def needs(plans: Sequence[Plan], switches: Mapping[str, Mapping], traces: Mapping[str, Sequence[str]],
           support_traces: Mapping[str, Sequence[str] | None], records: Sequence[ResultRecord],
           measurable: Iterable[str]) -> list[PlanWork]:
@@ -74,6 +90,7 @@ def needs(plans: Sequence[Plan], switches: Mapping[str, Mapping], traces: Mappin
     records = [r for r in records if r.check in SUPPORT_CHECKS]
     touched = {sid: [a for a in affected(sw, traces, records) if a in allowed] for sid, sw in switches.items()}
     ops_of = {a: support_ops(a, traces, support_traces, records) for sids in touched.values() for a in sids}
+    by_arch = by_architecture(records)
     out = []
     for plan in plans:
         rerun_ids = sorted(sid for sid in plan if switches[sid]["measure"] == "rerun")
@@ -83,7 +100,7 @@ def needs(plans: Sequence[Plan], switches: Mapping[str, Mapping], traces: Mappin
         work = PlanWork(dict(plan), looked, "rerun" if rerun_looked else "traces", traces_switches=trace_ids)
         for arch in rerun_looked:
             hit = tuple((sid, plan[sid]) for sid in rerun_ids if touches(switches[sid], ops_of[arch]))
-            if hit:
+            if hit and not cannot_move([switches[sid] for sid, _ in hit], by_arch.get(arch, [])):
                 work.reruns[arch] = Need(arch, hit)
         out.append(work)
     return out

@@ -3,14 +3,14 @@ re-run switch decides, each re-run once, a combination re-run only where two of 
 
 from __future__ import annotations
 
-from compat.decision_work import Need, distinct_reruns, needs, support_ops
+from compat.decision_work import Need, cannot_move, distinct_reruns, needs, support_ops
 from compat.results import ResultRecord
 
-SORT = {"id": "sort", "ops": ["aten::sort"], "dtypes": ["Int", "Long"], "measure": "rerun"}
-GMM = {"id": "gmm", "ops": ["aten::_grouped_mm"], "dtypes": [], "measure": "rerun"}
+SORT = {"id": "sort", "ops": ["aten::sort"], "dtypes": ["Int", "Long"], "measure": "rerun", "other_option": "permissive"}
+GMM = {"id": "gmm", "ops": ["aten::_grouped_mm"], "dtypes": [], "measure": "rerun", "other_option": "permissive"}
 SCATTER = {"id": "scatter", "ops": ["aten::embedding_dense_backward", "aten::index_add"], "dtypes": ["Long"],
-           "measure": "rerun"}
-ARGMAX = {"id": "argmax", "ops": ["aten::argmax"], "dtypes": [], "measure": "traces"}
+           "measure": "rerun", "other_option": "strict"}
+ARGMAX = {"id": "argmax", "ops": ["aten::argmax"], "dtypes": [], "measure": "traces", "other_option": "permissive"}
 SWITCHES = {sw["id"]: sw for sw in (SORT, GMM, SCATTER, ARGMAX)}
 PERMISSIVE = {"sort": "runs", "gmm": "off", "argmax": "native"}
 
@@ -50,8 +50,10 @@ def test_without_recorded_support_ops_the_whole_trace_counts():
 
 
 def test_a_support_record_op_counts_even_when_the_trace_lacks_it():
-    # The device met index_add on Long in forward though the CPU reference never ran it: the record says so.
-    records = [*RECORDS, _rec("Dense", "forward", "unsupported_op", op="aten::index_add (Float, Long, Float)")]
+    # The device ran index_add on Long in forward (on the CPU fallback) though the CPU reference never did: the
+    # record says so.
+    records = [r for r in RECORDS if (r.architecture, r.check) != ("Dense", "forward")]
+    records.append(_rec("Dense", "forward", fallback=["aten::index_add (Float, Long, Float)"]))
     (w,) = _work([{"scatter": "fails"}], records=records).values()
     assert list(w.reruns) == ["Dense"]
     assert "aten::index_add (Float, Long, Float)" in support_ops("Dense", TRACES, FWD_GEN, records)
@@ -79,3 +81,21 @@ def test_a_combination_re_runs_only_where_two_of_its_re_run_switches_meet():
 def test_architectures_a_re_run_may_not_run_are_not_looked_at():
     (w,) = _work([{"sort": "runs"}], measurable=["SortOnly"]).values()
     assert w.looked == ["SortOnly"] and list(w.reruns) == ["SortOnly"]
+
+
+def test_a_strict_switch_cannot_move_an_architecture_already_failing_nor_any_switch_one_the_device_never_ran():
+    moe_fails = [_rec("Moe", "load"), _rec("Moe", "forward", "unsupported_op", op="aten::sort (Int)"),
+                 _rec("Moe", "generate", "unsupported_op", op="aten::sort (Int)")]
+    passing = [_rec("Dense", c) for c in ("load", "forward", "generate")]
+    # A strict option only makes ops fail that ran: the first failure stays, or an earlier one comes.
+    assert cannot_move([SCATTER], moe_fails) and not cannot_move([SCATTER], passing)
+    # A permissive one may let the failing op run (the MoE's sort): it is re-run.
+    assert not cannot_move([SORT], moe_fails) and not cannot_move([SORT, SCATTER], moe_fails)
+    # The CPU reference failed before the load check (the first support check): the device ran nothing.
+    never = [_rec("Odd", c, "reference_fail") for c in ("load", "forward", "generate")]
+    assert cannot_move([SORT], never) and not cannot_move([SORT], [_rec("Odd", "load"), *never[1:]])
+    # In a plan: index_add (Long) in the MoE's forward touches the strict switch, but the MoE already fails.
+    records = [r for r in RECORDS if r.architecture != "Moe"] + moe_fails
+    support = {**FWD_GEN, "Moe": [*FWD_GEN["Moe"], "aten::index_add (Float, Long, Float)"]}
+    (w,) = _work([{"scatter": "fails"}], support=support, records=records).values()
+    assert w.reruns == {}
