@@ -16,10 +16,10 @@ from typing import Any
 from compat.checks import RUN_ORDER
 from compat.results import ArchitectureEntry, Check, ResultRecord
 from compat.settings import get_settings
-from worker.orchestration.sweep import abort_records
+from worker.orchestration.sweep import abort_records, sweep_pool
 from worker.run.process.devices import Device
 from worker.run.process.pool import Pool, Task
-from worker.run.runner.runner import ARCH_THREADS, repro_command
+from worker.run.runner.runner import repro_command
 from worker.run.runner.variant import run_variant
 
 RUNNER = "worker.run.runner.variant:run_variant"
@@ -91,16 +91,18 @@ class _Timer:
 
 class VariantRunner:
     """``with VariantRunner(device, jobs) as vr: records = vr.run(tasks, checks)``: one pool for every ``run``
-    (started on the first, closed on exit); ``jobs=0`` runs in this process. ``clock`` collects the time."""
+    (``pool``: the sweep's, still warm; else one started on the first run and closed on exit); ``jobs=0`` runs in
+    this process. ``clock`` collects the time."""
 
-    def __init__(self, device: Device, jobs: int, *, seed: int | None = None) -> None:
+    def __init__(self, device: Device, jobs: int, *, seed: int | None = None, pool: Pool | None = None) -> None:
         settings = get_settings()
         self.device, self.jobs = device, jobs
         self.seed = settings.seed if seed is None else seed
         self.hook = settings.run_hook
-        self.time_limit_s, self.memory_limit_mb = settings.arch_timeout_s, settings.arch_memory_mb
         self.clock = PhaseClock()
-        self._pool: Pool | None = None
+        self._pool: Pool | None = pool  # a caller's pool (the sweep's) is used, never closed, here
+        self._own = pool is None
+        self._start_before = pool.start_s if pool is not None else 0.0  # its workers' start: the sweep's time
 
     def __enter__(self) -> VariantRunner:
         return self
@@ -112,13 +114,14 @@ class VariantRunner:
     def clock_now(self) -> PhaseClock:
         """A copy of the clock so far, the live pool's worker starts included."""
         c = self.clock
-        live = self._pool.start_s if self._pool is not None else 0.0
+        live = self._pool.start_s - self._start_before if self._pool is not None else 0.0
         return PhaseClock(dict(c.phases), c.start_s + live, c.wall_s, c.tasks)
 
     def close(self) -> None:
         if self._pool is not None:
-            self.clock.start_s += self._pool.start_s
-            self._pool.close()
+            self.clock.start_s += self._pool.start_s - self._start_before
+            if self._own:
+                self._pool.close()
             self._pool = None
 
     def run(self, tasks: Sequence[VariantTask], checks: Sequence[Check | str], progress: Progress | None = None
@@ -159,9 +162,8 @@ class VariantRunner:
     def _run_pool(self, tasks: Sequence[VariantTask], order: list[Check], got: dict[str, dict[Check, ResultRecord]],
                   timer: _Timer, finished: Callable[[str], None]) -> None:
         if self._pool is None:
-            self._pool = Pool(self.jobs, time_limit_s=self.time_limit_s, memory_limit_mb=self.memory_limit_mb,
-                              warmup=None if self.hook else "worker.run.runner.runner:warm_worker",
-                              warmup_args=(ARCH_THREADS, self.device.name))
+            self._pool = sweep_pool(self.device, self.jobs)
+            self._own, self._start_before = True, 0.0
         by_key = {t.key: t for t in tasks}
         phases: dict[str, str | None] = {}
         pool_tasks = [Task(t.key, RUNNER, (t.entry, self.device.name, order),
