@@ -6,6 +6,7 @@ printed from the store is read through ``service.queries`` (the API's and the pa
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,10 +46,11 @@ from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcom
 from worker.orchestration.flake_guard import rerun_regressions, rerun_work
 from worker.orchestration.nightly import Rerun, regression_gate
 from worker.orchestration.planning import make_plan
-from worker.orchestration.sweep import run_sweep, write_report
+from worker.orchestration.sweep import run_sweep, sweep_pool, write_report
+from worker.orchestration.variants import VariantRunner
 from worker.run.checks.checks import RUN_ORDER
 from worker.run.process.devices import Device, DeviceError, resolve_device
-from worker.run.process.pool import MemoryLimitTooLow, check_memory_limit
+from worker.run.process.pool import MemoryLimitTooLow, Pool, check_memory_limit
 from worker.run.reference.reference_cache import folder_cache
 
 
@@ -106,6 +108,20 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
     scope = Scope.FULL if [e.name for e in entries] == catalog.names() else Scope.SELECTION
     # The store is opened before anything runs: a database nothing can open fails here, in one line (main()).
     sink = _store(store) if not broker else None
+    with ExitStack() as stack:
+        # The sweep's warm workers stay for the re-runs after it (decisions, chains): no second start.
+        pool = stack.enter_context(sweep_pool(dev, jobs)) if (
+            not broker and jobs > 0 and (measure_decisions or measure_chains)) else None
+        report = _sweep_phases(dev, entries, checks, jobs, json_path, trigger, broker, catalog, scope, sink,
+                               measure_decisions, measure_chains, pool)
+    rerun = (_broker_rerun(report, dev) if broker else _local_rerun(report, dev)) if baseline else None
+    return _summary(report, dev, json_path, baseline, fail_on_regression, rerun, stored=store)
+
+
+def _sweep_phases(dev: Device, entries: list[ArchitectureEntry], checks: list[Check], jobs: int,
+                  json_path: Path | None, trigger: str, broker: bool, catalog: Catalog, scope: Scope,
+                  sink: Store | None, measure_decisions: bool, measure_chains: bool, pool: Pool | None) -> Report:
+    """The sweep, then (here, not on a cluster) its decisions and blocker chains, all on ``pool`` when given."""
     with reporter(console, len(entries), f"sweep {dev.name}") as bar:
 
         def progress(entry: ArchitectureEntry, recs: list[ResultRecord]) -> None:
@@ -117,13 +133,15 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
         else:
             report = run_sweep(entries, dev, checks, jobs=jobs, trigger=trigger, store=sink,
                                json_path=json_path, progress=progress, catalog_source=catalog.source,
-                               snapshot_id=catalog.snapshot_id, scope=scope)
-    if measure_decisions and not broker:
-        _measure_decisions(report, dev, jobs, sink, json_path)
-    if measure_chains and not broker:
-        _measure_chains(report, dev, jobs, sink, json_path)
-    rerun = (_broker_rerun(report, dev) if broker else _local_rerun(report, dev)) if baseline else None
-    return _summary(report, dev, json_path, baseline, fail_on_regression, rerun, stored=store)
+                               snapshot_id=catalog.snapshot_id, scope=scope, pool=pool)
+    if not broker and (measure_decisions or measure_chains):
+        # One pool for both phases' re-runs (each task sets its own switches or CPU ops in its worker).
+        with VariantRunner(dev, jobs, pool=pool) as runner:
+            if measure_decisions:
+                _measure_decisions(report, dev, jobs, sink, json_path, runner)
+            if measure_chains:
+                _measure_chains(report, dev, jobs, sink, json_path, runner)
+    return report
 
 
 def _local_rerun(report: Report, dev: Device) -> Rerun:
@@ -159,21 +177,28 @@ def _broker_rerun(report: Report, dev: Device) -> Rerun:
     return rerun
 
 
-def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
-    """How many architectures each of the device's decision switches moves, measured by re-running them."""
+def _measure_decisions(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None,
+                       runner: VariantRunner) -> None:
+    """How many architectures each of the device's decision switches moves, measured by re-running those a switch
+    can change (compat/decision_work.py); where its time went is printed after it."""
     switches = decisions.device_switches(dev)
     if not switches:
         return
-    if any(sw["active"] != sw["default"] for sw in switches):
+    work = decisions.prepare(report, dev)
+    if work is None:
         console.print("decisions not measured: this run set switches away from the profile's defaults", highlight=False)
         return
-    plans = decisions.plans(switches)
-    with reporter(console, len(plans), "decisions") as bar:
-        decisions.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
+    before = runner.clock_now()
+    with reporter(console, len(work.reruns), "decisions") as bar:
+        decisions.record(report, dev, jobs=jobs, store=sink, json_path=json_path, runner=runner,
                          progress=lambda label, done, _total: bar.update(done, label))
+    looked = sum(len(w.looked) for w in work.plans)
+    console.print(f"decisions: {len(work.plans)} settings over {looked} (setting, architecture) pairs, "
+                  f"{len(work.reruns)} re-run(s); {runner.clock_now().since(before).text()}", highlight=False, soft_wrap=True)
 
 
-def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None) -> None:
+def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, json_path: Path | None,
+                    runner: VariantRunner) -> None:
     """Each architecture failing at an op, re-run with its blocking ops on the CPU fallback until it passes or
     fails otherwise (``compat blockers``' chains); a device that cannot move ops keeps only first blockers."""
     if not chains.can_move_ops(dev):
@@ -181,9 +206,11 @@ def _measure_chains(report: Report, dev: Device, jobs: int, sink: Store | None, 
     todo = len(chains_of(report.results, None)[0])
     if not todo:
         return
+    before = runner.clock_now()
     with reporter(console, todo, "blocker chains") as bar:
-        found = chains.record(report, dev, jobs=jobs, store=sink, json_path=json_path,
+        found = chains.record(report, dev, jobs=jobs, store=sink, json_path=json_path, runner=runner,
                               progress=lambda label, done, _total: bar.update(done, label))
+    console.print(f"blocker chains: {runner.clock_now().since(before).text()}", highlight=False, soft_wrap=True)
     for u in rank(found).unlock_sets[:3]:
         console.print(u.message, highlight=False)
 

@@ -248,6 +248,10 @@ class OpTrace(BaseModel):
 
     architecture: str
     ops: list[str]  # e.g. ["aten::mm (Float)", "aten::histc (Long)"]
+    # The ops of the support checks' references alone (forward and generate parts; train's are only in ``ops``): what
+    # the decisions phase reads to skip re-runs a switch cannot change (compat/decision_work.py). None: not recorded
+    # (generate did not run its reference, or a trace read back from the store, which keeps ``ops`` only).
+    support_ops: list[str] | None = None
 
 
 class Report(BaseModel):

@@ -1,26 +1,37 @@
 """Measures a finished run's uncertainty: for each decision switch of the device (and the range's two ends, every
 switch that lets more run at once and every one that lets less), how many architectures it moves.
 
-Measured, not guessed: the architectures a switch can touch (compat.decisions.affected) run again with the other
-option, in the sweep's isolated workers, which inherit ``NEURON_SWITCHES``; a switch that only moves an op between
-the device and the CPU fallback is re-judged from the stored fallback ops instead (no run needed).
+Measured, not guessed: the architectures whose support checks a switch can change (compat/decision_work.py) run again
+with the other option, each re-run once however many plans read it, as tasks of one pool (worker/orchestration/
+variants.py: each task sets ``NEURON_SWITCHES`` in its worker); the rest keep their stored records, and a switch that
+only moves an op between the device and the CPU fallback is re-judged from the stored fallback ops (no run needed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compat.decisions import DecisionEffect, affected, effect_of, rejudge_fallback
-from compat.results import SUPPORT_CHECKS, Report, Scope, arch_verdict, by_architecture
-from worker.orchestration.sweep import run_sweep, write_report
+from compat.decision_work import Need, PlanWork, distinct_reruns, needs
+from compat.decisions import DecisionEffect, effect_of, rejudge_fallback
+from compat.results import (
+    SUPPORT_CHECKS,
+    ArchitectureEntry,
+    Report,
+    ResultRecord,
+    arch_verdict,
+    by_architecture,
+)
+from worker.orchestration.sweep import write_report
+from worker.orchestration.variants import VariantRunner, VariantTask
 from worker.run.process.devices import Device
 from worker.run.process.environ import environ_set
 
 ENV = "NEURON_SWITCHES"
-Progress = Callable[[str, int, int], None]  # (what is measured, done, total)
+Progress = Callable[[str, int, int], None]  # (the re-run, done, total)
 
 
 def device_switches(device: Device) -> list[dict[str, Any]]:
@@ -59,56 +70,80 @@ def switched(device: Device, chosen: dict[str, str]) -> Iterator[None]:
                 setter({})
 
 
-def measure(report: Report, device: Device, *, jobs: int, progress: Progress | None = None) -> list[DecisionEffect]:
-    """Every plan's effect on ``report``'s verdicts. The run's own switches must be at their defaults (a run made
-    with other options measures nothing: its baseline is not the profile's)."""
+@dataclass
+class Work:
+    """What measuring a run's decisions takes: each plan's work (compat.decision_work) and the distinct re-runs."""
+
+    switches: dict[str, dict[str, Any]]
+    plans: list[PlanWork]
+    reruns: list[Need]
+    records: dict[str, list[ResultRecord]]  # the run's support records per architecture
+    base: dict[str, str]  # the run's verdict per architecture
+    entries: dict[str, ArchitectureEntry]
+
+    def tasks(self) -> list[VariantTask]:
+        return [VariantTask(_key(n), self.entries[n.architecture], switches=n.chosen) for n in self.reruns]
+
+
+def _key(need: Need) -> str:
+    return f"{need.architecture} with {', '.join(f'{k}={v}' for k, v in need.switches)}"
+
+
+def prepare(report: Report, device: Device) -> Work | None:
+    """The re-runs ``report``'s decisions need; None when nothing is measured (no switches, or the run's own
+    switches are not at their defaults: its baseline is not the profile's)."""
     switches = device_switches(device)
     if not switches or any(sw["active"] != sw["default"] for sw in switches):
-        return []
+        return None
     by_id = {sw["id"]: sw for sw in switches}
     records = [r for r in report.results if r.check in SUPPORT_CHECKS]
     traces = {t.architecture: t.ops for t in report.op_traces}
-    base = {arch: arch_verdict(recs) for arch, recs in by_architecture(records).items()}
+    support = {t.architecture: t.support_ops for t in report.op_traces}
+    by_arch = by_architecture(records)
     entries = {e.name: e for e in report.architectures if not e.remote_code}
+    work = needs(plans(switches), by_id, traces, support, records, entries)
+    return Work(by_id, work, distinct_reruns(work), by_arch,
+                {arch: arch_verdict(recs) for arch, recs in by_arch.items()}, entries)
+
+
+def measure(report: Report, device: Device, *, jobs: int, progress: Progress | None = None,
+            runner: VariantRunner | None = None) -> list[DecisionEffect]:
+    """Every plan's effect on ``report``'s verdicts, from the re-runs a switch can change (``runner``: a pool
+    shared with other phases; else one of its own). The run's own switches must be at their defaults."""
+    work = prepare(report, device)
+    if work is None:
+        return []
+    tasks = work.tasks()
+    own = runner is None
+    vr = VariantRunner(device, jobs) if runner is None else runner
+    try:
+        got = vr.run(tasks, SUPPORT_CHECKS, progress=progress)
+    finally:
+        if own:
+            vr.close()
+    if progress:
+        progress("done", len(tasks), len(tasks))
     effects = []
-    todo = plans(switches)
-    for i, plan in enumerate(todo):
-        chosen = [by_id[sid] for sid in plan]
-        by_rerun = [sw for sw in chosen if sw["measure"] == "rerun"]
-        by_traces = [sw for sw in chosen if sw["measure"] == "traces"]
-        rerun_looked = sorted({a for sw in by_rerun for a in affected(sw, traces, records) if a in entries})
-        traces_looked = {a for sw in by_traces for a in affected(sw, traces, records) if a in entries}
-        label = ", ".join(f"{k}={v}" for k, v in plan.items())
-        if progress:
-            progress(label, i, len(todo))
+    for w in work.plans:
+        chosen = [work.switches[sid] for sid in w.plan]
+        fallback_only = [work.switches[sid] for sid in w.traces_switches]
         under: dict[str, str] = {}
-        if rerun_looked:
-            # Every chosen switch is set for the re-run, the fallback-only ones too: their effect rides along.
-            with switched(device, plan):
-                rerun = run_sweep([entries[a] for a in rerun_looked], device, SUPPORT_CHECKS, jobs=jobs,
-                                  scope=Scope.SELECTION)
-            under.update({a: arch_verdict(recs) for a, recs in by_architecture(rerun.results).items()})
-        # What only a fallback-only switch touches is re-judged from its stored fallback ops: no run needed (an
-        # argmax switch touches nearly every architecture through generate, and re-running them all would be a
-        # second sweep).
-        rest = traces_looked - set(rerun_looked)
-        if rest:
-            under.update(rejudge_fallback(by_traces, [r for r in records if r.architecture in rest]))
-        looked = sorted(set(rerun_looked) | traces_looked)
-        measured_by = "rerun" if rerun_looked else "traces"
+        for arch in w.looked:
+            # A re-run where one can change it, else the stored records; either re-judged for the plan's
+            # fallback-only switches (their op moves between the device and the CPU fallback, nothing else).
+            recs = got[_key(w.reruns[arch])] if arch in w.reruns else work.records.get(arch, [])
+            under.update(rejudge_fallback(fallback_only, recs))
         subject = " + ".join(sw["subject"] for sw in chosen)
         confidence = min((sw["confidence"] for sw in chosen), key=["low", "medium", "high"].index)
-        sources = [ref for sw in chosen for ref in sw["options"][plan[sw["id"]]]["sources"]]
-        effects.append(effect_of(plan, subject, confidence, sources, measured_by, base, under, looked))
-    if progress:
-        progress("done", len(todo), len(todo))
+        sources = [ref for sw in chosen for ref in sw["options"][w.plan[sw["id"]]]["sources"]]
+        effects.append(effect_of(w.plan, subject, confidence, sources, w.measured_by, work.base, under, w.looked))
     return effects
 
 
 def record(report: Report, device: Device, *, jobs: int, store: Any | None, json_path: Path | None,
-           progress: Progress | None = None) -> list[DecisionEffect]:
+           progress: Progress | None = None, runner: VariantRunner | None = None) -> list[DecisionEffect]:
     """Measure ``report``'s decisions and keep them with the run: on the report, in the store, in the JSON file."""
-    effects = measure(report, device, jobs=jobs, progress=progress)
+    effects = measure(report, device, jobs=jobs, progress=progress, runner=runner)
     report.decisions = [e.model_dump() for e in effects]
     if store is not None and effects:
         store.set_decisions(report.run.id, effects)

@@ -10,7 +10,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -154,13 +154,15 @@ def run_sweep(
     scope: Scope | str = Scope.FULL,
     resume: tuple[RunInfo, set[tuple[str, str, str]]] | None = None,
     rerun_of: str | None = None,
+    pool: Pool | None = None,
 ) -> Report:
     """Run every entry on ``device``; ``jobs=0`` runs in this process (no isolation; for debugging).
     ``provenance`` (submission runs) says which submitted id, revision and config the run measured; ``scope``
     whether ``entries`` is the whole catalog or a selection (a submission run's scope is always ``submission``, and
     its reproducers rebuild the submitted config). ``resume`` = (the run, its stored keys) from
     ``Store.resume_run``: that run goes on; architectures with every key stored are not run again, and no stored
-    key is written again. ``rerun_of``: this run re-runs that run's regressed keys (the flake guard)."""
+    key is written again. ``rerun_of``: this run re-runs that run's regressed keys (the flake guard). ``pool``: warm
+    workers to run on (``sweep_pool``, kept open by the caller for later phases); else a pool of its own."""
     settings = get_settings()
     entries = list(entries)
     if jobs > 0 and any(not e.remote_code for e in entries):
@@ -215,7 +217,8 @@ def run_sweep(
                     progress(entry, done)
             if remote:
                 _run_pool(remote, device, order, seed, jobs, col, progress,
-                          time_limit_s or settings.arch_timeout_s, memory_limit_mb or settings.arch_memory_mb, repro)
+                          time_limit_s or settings.arch_timeout_s, memory_limit_mb or settings.arch_memory_mb, repro,
+                          pool)
     finally:
         report.run.finished = datetime.now(UTC)
         if store is not None and run_id is not None:
@@ -278,9 +281,21 @@ def heartbeat(store: ResultSink | None, run_id: str | None, every_s: float = HEA
         thread.join()
 
 
+def sweep_pool(device: Device, jobs: int, *, time_limit_s: float | None = None,
+               memory_limit_mb: int | None = None) -> Pool:
+    """The sweep's pool of ``jobs`` warm workers on ``device`` (limits: the settings' unless given); a caller that
+    opens one can hand it to ``run_sweep`` and to the phases after it (``VariantRunner``), which then start no
+    workers of their own."""
+    settings = get_settings()
+    return Pool(jobs, time_limit_s=time_limit_s or settings.arch_timeout_s,
+                memory_limit_mb=memory_limit_mb or settings.arch_memory_mb,
+                warmup=None if settings.run_hook else "worker.run.runner.runner:warm_worker",
+                warmup_args=(ARCH_THREADS, device.name))
+
+
 def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Check], seed: int, jobs: int,
               col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int,
-              repro: ReproFn = repro_command) -> None:
+              repro: ReproFn = repro_command, pool: Pool | None = None) -> None:
     by_name = {e.name: e for e in entries}
     # The runner by name (COMPAT_RUN_HOOK: a stand-in of run_on's signature for tests and benchmarks, no torch).
     hook = get_settings().run_hook
@@ -290,9 +305,10 @@ def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Chec
     tasks = [Task(e.name, hook or DEFAULT_RUNNER, (e, device.name, order), kwargs, stream=True) for e in entries]
     phases: dict[str, str | None] = {}
     traces: dict[str, OpTrace] = {}
-    with Pool(min(jobs, len(entries)), time_limit_s=time_limit_s, memory_limit_mb=memory_limit_mb,
-              warmup=None if hook else "worker.run.runner.runner:warm_worker",
-              warmup_args=(ARCH_THREADS, device.name)) as pool:
+    with ExitStack() as stack:
+        if pool is None:
+            pool = stack.enter_context(sweep_pool(device, min(jobs, len(entries)), time_limit_s=time_limit_s,
+                                                  memory_limit_mb=memory_limit_mb))
         for ev in pool.run(tasks):
             name = ev.task.key
             entry = by_name[name]

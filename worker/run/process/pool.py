@@ -152,6 +152,7 @@ class _Slot:
     started: float = 0.0
     log_path: str = ""
     log_taken: int = 0  # bytes of the task's log its streamed events took
+    spawned: float = field(default_factory=time.monotonic)  # when the worker was started
     peak_rss: float = 0.0
     events: list[tuple[str, Any]] = field(default_factory=list)
 
@@ -176,6 +177,7 @@ class Pool:
         self._next_id = 0
         self._start_failures = 0
         self.replaced = 0  # workers replaced after a crash/kill (for tests and reports)
+        self.start_s = 0.0  # summed over workers: spawn until ready (interpreter, warm-up imports)
 
     def __enter__(self) -> Pool:
         return self
@@ -302,6 +304,7 @@ class Pool:
     def _handle(self, slot: _Slot, msg: tuple) -> Event | None:
         if msg[0] == "ready":
             slot.ready = True
+            self.start_s += time.monotonic() - slot.spawned
             self._start_failures = 0
             try:
                 idle = psutil.Process(slot.proc.pid).memory_info().rss / 2**20

@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from compat.checks import CACHED_PART, RUN_ORDER
+from compat.checks import CACHED_PART, RUN_ORDER, SUPPORT_CHECKS
 from compat.results import ArchitectureEntry, Check, ErrorInfo, OpTrace, ResultRecord, Status, failure_records
 from worker.build.build import build_checkpoint
 from worker.build.tiny_config import ConfigTooLarge, NotBuildable, SourceConfigError
@@ -76,6 +76,14 @@ def _build_failure(exc: Exception) -> tuple[Status, str]:
     if isinstance(exc, ConfigTooLarge):
         return Status.HARNESS_ERROR, f"refused before allocation: {message}"
     return Status.HARNESS_ERROR, f"tiny model build failed (harness): {type(exc).__name__}: {message}"
+
+
+def support_parts_done(order: list[Check], check: Check, rec: ResultRecord) -> bool:
+    """Whether, once ``check`` has run, the reference holds the ops of every support check (forward's from the start,
+    generate's once the generate check computed its reference): generate is the last support check, it ran, and it
+    did not stop before or inside its reference (skipped, reference_fail, harness_error: not known, so never)."""
+    return (check == Check.GENERATE and all(c in order for c in SUPPORT_CHECKS)
+            and rec.status not in (Status.SKIPPED, Status.REFERENCE_FAIL, Status.HARNESS_ERROR))
 
 
 def _safe_dirname(name: str) -> str:
@@ -166,6 +174,7 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
                 entry, dev_name, order, Status.REFERENCE_FAIL, ref.determinism.reason or "reference")])
             return done
         ctx = CheckContext(entry.name, entry.rank, device, ref, checks=tuple(order))
+        support_ops: list[str] | None = None
         for check in order:
             phase(str(check))
             rec = run_check(ctx, check)
@@ -177,8 +186,10 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             if entry.notes and check == order[0]:
                 rec.metrics.setdefault("config_notes", list(entry.notes))  # e.g. "auto_map ignored: ..."
             finish([rec])
+            if support_parts_done(order, check, rec):
+                support_ops = list(ref.ops)
         if emit is not None:  # the trace grows with generate/train reference runs: send the final one
-            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
+            emit("trace", OpTrace(architecture=entry.name, ops=ref.ops, support_ops=support_ops))
         return done
     except BaseException as exc:  # noqa: BLE001 - the contract is "never raises"; KeyboardInterrupt re-raised
         if isinstance(exc, KeyboardInterrupt):

@@ -1,0 +1,67 @@
+"""``run_variant``: one architecture run with some of the simulated device's settings changed for that run only (the
+decision switches, ``NEURON_SWITCHES``; the ops moved to the CPU fallback, ``NEURON_CPU_OPS``), in a warm worker.
+
+The decisions and blocker-chain phases re-run architectures under such variants. Set per task, in the worker (the
+device's own setters, which clear its decision cache, and the environment a child process would inherit), and put
+back after it, so one pool serves every variant of a phase instead of a fresh pool per variant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+
+from compat.results import ArchitectureEntry, Check, ResultRecord
+from worker.run.process.devices import Device, process_device
+from worker.run.process.environ import environ_set
+from worker.run.runner.runner import Emit, ReproFn, repro_command, run_architecture
+
+SWITCHES_ENV = "NEURON_SWITCHES"  # neuron_backend/config.py: the start value of the profile's switches
+CPU_OPS_ENV = "NEURON_CPU_OPS"  # neuron_backend/config.py: the harness-only knob the blocker chains use
+
+
+def _pairs(text: str) -> dict[str, str]:
+    out = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        sid, _, option = item.partition("=")
+        out[sid.strip()] = option.strip()
+    return out
+
+
+@contextmanager
+def variant(device: Device, switches: Mapping[str, str] | None = None, cpu_ops: Iterable[str] | None = None
+            ) -> Iterator[None]:
+    """Inside the block, ``switches`` (id -> option) and ``cpu_ops`` are in force on ``device`` (in this process
+    and in the environment its children inherit); afterwards what the environment said before is back. Either left
+    None is not touched."""
+    backend = device.backend
+    with ExitStack() as stack:
+        if switches is not None:
+            before = os.environ.get(SWITCHES_ENV, "")
+            stack.enter_context(environ_set(SWITCHES_ENV, ",".join(f"{k}={v}" for k, v in sorted(switches.items()))))
+            backend.set_switches(dict(switches))
+            stack.callback(lambda: backend.set_switches(_pairs(before)))
+        if cpu_ops is not None:
+            ops = sorted(set(cpu_ops))
+            before_ops = os.environ.get(CPU_OPS_ENV, "")
+            stack.enter_context(environ_set(CPU_OPS_ENV, ",".join(ops)))
+            backend.set_cpu_ops(set(ops))
+            stack.callback(lambda: backend.set_cpu_ops({o for o in before_ops.split(",") if o.strip()}))
+        yield
+
+
+def run_variant(entry: ArchitectureEntry, device: Device | str, checks: Iterable[Check | str], *, seed: int = 0,
+                emit: Emit | None = None, repro: ReproFn = repro_command, switches: Mapping[str, str] | None = None,
+                cpu_ops: Iterable[str] | None = None, hook: str = "") -> list[ResultRecord]:
+    """``run_architecture`` with ``switches`` and ``cpu_ops`` in force for this one run (a pool task: the device
+    arrives by name; in-process, as the ``Device``). ``hook``: a ``COMPAT_RUN_HOOK`` stand-in ("module:function",
+    ``run_on``'s signature) to call instead of the real runner."""
+    dev = process_device(device) if isinstance(device, str) else device
+    with variant(dev, switches, cpu_ops):
+        if hook:
+            mod, _, name = hook.partition(":")
+            fn = getattr(importlib.import_module(mod), name)
+            return fn(entry, dev.name, list(checks), seed=seed, emit=emit)
+        return run_architecture(entry, dev, checks, seed=seed, emit=emit, repro=repro)
