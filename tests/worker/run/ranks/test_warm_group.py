@@ -88,3 +88,28 @@ def test_a_failed_or_late_job_replaces_the_pair(built) -> None:
     after = _run(built, "LlamaForCausalLM", warm=True, checks=("fsdp",))
     assert set(after.pids).isdisjoint(late.pids)
     _same(_values(before), _values(after))
+
+
+def test_ranks_see_the_launchers_environment_at_launch_not_an_older_one(built, monkeypatch) -> None:
+    # The forkserver keeps the environment of its start, a warm pair that of its own: a variable set afterwards (a
+    # block's NEURON_SWITCHES under --jobs 0, a test module's device settings) must still reach the ranks. Under
+    # pytest -n 2 a forkserver started by an earlier module's cpu group left tiny Mixtral's neuron tp ranks without
+    # tests/worker/run/checks/test_finetune_checks.py's switches (aten::sort unsupported_op instead of pass).
+    group.close_pairs()
+    path, inputs = built["LlamaForCausalLM"]
+    before = group.run_group("LlamaForCausalLM", path, "neuron", ["fsdp"], inputs, seed=0, deadline_s=240,
+                             group_timeout_s=60, warm=True)
+    assert before.returncodes == [0, 0], before.describe()
+    # A bad op name: a neuron rank that reads it fails at `import neuron_backend`, naming the variable.
+    monkeypatch.setenv("NEURON_CPU_OPS", "sort")
+    for warm in (True, False):
+        run = group.run_group("LlamaForCausalLM", path, "neuron", ["fsdp"], inputs, seed=0, deadline_s=240,
+                              group_timeout_s=60, warm=warm)
+        assert set(run.pids).isdisjoint(before.pids), warm  # the older pair was not asked to run it
+        assert all(code != 0 for code in run.returncodes), (warm, run.describe())
+        assert all("NEURON_CPU_OPS: sort: expected op names" in log for log in run.logs), (warm, run.describe())
+    monkeypatch.delenv("NEURON_CPU_OPS")  # and a variable unset since is gone from the next ranks too
+    after = group.run_group("LlamaForCausalLM", path, "neuron", ["fsdp"], inputs, seed=0, deadline_s=240,
+                            group_timeout_s=60, warm=True)
+    assert after.returncodes == [0, 0], after.describe()
+    group.close_pairs()
