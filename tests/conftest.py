@@ -2,6 +2,7 @@
 
 A test that measures the cache turns it on in its own temp folder (tests/worker/run/reference/test_reference_cache.py); every
 other test recomputes its references, as before the cache, so no test's records depend on which ran first.
+Under `make test`'s `pytest -n 2 --dist loadgroup`, tests that share costly state are kept on one worker (below).
 """
 
 from __future__ import annotations
