@@ -8,7 +8,7 @@ PORT ?= 8000
 JOBS ?=
 SWEEP_ARGS ?=
 
-.PHONY: install run sweep models serve test lint bench browser-deps clean
+.PHONY: install run sweep models serve test test-slow lint bench browser-deps clean
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH"; exit 1; }
@@ -57,11 +57,20 @@ lint: $(STAMP)
 
 # The whole default suite. The import-layer contract first (`lint-imports`: [tool.importlinter] in pyproject.toml;
 # tests/layout proves each contract can fail and checks function-local imports). Exit code 5 (no tests ran) is a
-# failure, not a pass.
+# failure, not a pass. pytest-xdist (a dev dependency): TEST_WORKERS processes (2: CI's box has two cores; 0 runs
+# serially), --dist loadgroup so tests that share a module- or session-scoped result run on one worker and build it
+# once (tests/conftest.py groups them); every other test goes to whichever worker is free.
+TEST_WORKERS ?= 2
+PYTEST_ARGS := -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 test: $(STAMP) browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo --no-cache
-	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
+	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing"; exit 1; fi; exit $$rc
+
+# The long sweeps left out of `make test` (`@pytest.mark.slow`; bench/README.md, "Test suite time", lists them).
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS) -m slow; rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "no tests ran: failing"; exit 1; fi; exit $$rc
 
 bench: $(STAMP)

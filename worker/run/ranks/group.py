@@ -72,6 +72,14 @@ def rank_env(rank: int) -> dict[str, str]:
             "OMP_NUM_THREADS": "1"}
 
 
+def launch_env() -> dict[str, str]:
+    """This process's environment now, as a rank must see it (ranks.py makes its own environment exactly this, plus
+    ``rank_env``): the forkserver keeps the environment of the moment it started, and a warm pair that of its start,
+    so without it a variable set later (a block's NEURON_SWITCHES or NEURON_CPU_OPS in ``--jobs 0``, a test's
+    settings) never reached a rank, and one unset later still did."""
+    return {**os.environ, AUTOLOAD: "0"}
+
+
 def _context() -> mp.context.BaseContext:
     ctx = mp.get_context("forkserver")
     # Imported once, in the server: the rank program, and what importing the simulated device pulls in (its torch.compile
@@ -125,12 +133,14 @@ class _Pair:
     def __init__(self, device: str) -> None:
         ctx = _context()
         self.device = device
+        self.env = launch_env()
         self.jobs = 0
         self.procs: list[mp.process.BaseProcess] = []
         self.conns: list[Any] = []
         for rank in range(WORLD):
             parent, child = ctx.Pipe()
-            proc = ctx.Process(target=ranks.served_main, name=f"compat-rank{rank}", args=(rank, child, rank_env(rank)))
+            proc = ctx.Process(target=ranks.served_main, name=f"compat-rank{rank}",
+                               args=(rank, child, {**self.env, **rank_env(rank)}))
             with _children_allowed():
                 proc.start()
             child.close()
@@ -152,8 +162,9 @@ _PAIRS: dict[str, _Pair] = {}
 
 
 def _warm_pair(device: str) -> _Pair:
+    """The device's warm pair, replaced when it died or when this process's environment changed since it started."""
     pair = _PAIRS.get(device)
-    if pair is None or not pair.alive():
+    if pair is None or not pair.alive() or pair.env != launch_env():
         if pair is not None:
             pair.close()
         pair = _PAIRS[device] = _Pair(device)
@@ -197,7 +208,7 @@ def run_group(architecture: str, path: Path, device: str, checks: list[str], inp
             ctx = _context()
             for rank in range(WORLD):
                 proc = ctx.Process(target=ranks.forked_main, name=f"compat-rank{rank}",
-                                   args=(rank, scratch / "spec.json", logs[rank], rank_env(rank)))
+                                   args=(rank, scratch / "spec.json", logs[rank], {**launch_env(), **rank_env(rank)}))
                 with _children_allowed():
                     proc.start()
                 procs.append(proc)

@@ -168,8 +168,12 @@ def _name_process(name: str) -> None:
 
 
 def _start_rank(env: dict[str, str]) -> None:
+    """A new session, and ``env`` (the launcher's environment at launch, group.launch_env, plus torchrun's variables)
+    as this rank's whole environment: not the forkserver's, which is that of the moment the server started."""
     os.setsid()
     process_local_bar_lock()  # this rank leaves by os._exit: a named semaphore made here would never be released
+    for name in set(os.environ) - set(env):
+        del os.environ[name]
     os.environ.update(env)
     torch.set_num_threads(1)  # one intra-op thread per rank (two ranks share the machine's cores)
 

@@ -53,9 +53,22 @@ def _same(a: list[dict], b: list[dict]) -> None:
                     assert value == rb[check][key], (check, key)
 
 
-def _gone(pids: list[int]) -> bool:
-    time.sleep(0.2)
-    return all(not psutil.pid_exists(p) or psutil.Process(p).status() == psutil.STATUS_ZOMBIE for p in pids)
+def _dead(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _gone(pids: list[int], within_s: float = 30) -> bool:
+    """Whether every pid is dead (gone or a zombie) within ``within_s``: a SIGKILLed process can take a moment to
+    die on a busy machine (a fixed 0.2 s wait was a race under pytest -n 2); a live one still fails."""
+    end = time.monotonic() + within_s
+    while not all(_dead(p) for p in pids):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_a_warm_pair_serves_the_next_architecture_with_fresh_rank_results(built, monkeypatch) -> None:
@@ -88,3 +101,28 @@ def test_a_failed_or_late_job_replaces_the_pair(built) -> None:
     after = _run(built, "LlamaForCausalLM", warm=True, checks=("fsdp",))
     assert set(after.pids).isdisjoint(late.pids)
     _same(_values(before), _values(after))
+
+
+def test_ranks_see_the_launchers_environment_at_launch_not_an_older_one(built, monkeypatch) -> None:
+    # The forkserver keeps the environment of its start, a warm pair that of its own: a variable set afterwards (a
+    # block's NEURON_SWITCHES under --jobs 0, a test module's device settings) must still reach the ranks. Under
+    # pytest -n 2 a forkserver started by an earlier module's cpu group left tiny Mixtral's neuron tp ranks without
+    # tests/worker/run/checks/test_finetune_checks.py's switches (aten::sort unsupported_op instead of pass).
+    group.close_pairs()
+    path, inputs = built["LlamaForCausalLM"]
+    before = group.run_group("LlamaForCausalLM", path, "neuron", ["fsdp"], inputs, seed=0, deadline_s=240,
+                             group_timeout_s=60, warm=True)
+    assert before.returncodes == [0, 0], before.describe()
+    # A bad op name: a neuron rank that reads it fails at `import neuron_backend`, naming the variable.
+    monkeypatch.setenv("NEURON_CPU_OPS", "sort")
+    for warm in (True, False):
+        run = group.run_group("LlamaForCausalLM", path, "neuron", ["fsdp"], inputs, seed=0, deadline_s=240,
+                              group_timeout_s=60, warm=warm)
+        assert set(run.pids).isdisjoint(before.pids), warm  # the older pair was not asked to run it
+        assert all(code != 0 for code in run.returncodes), (warm, run.describe())
+        assert all("NEURON_CPU_OPS: sort: expected op names" in log for log in run.logs), (warm, run.describe())
+    monkeypatch.delenv("NEURON_CPU_OPS")  # and a variable unset since is gone from the next ranks too
+    after = group.run_group("LlamaForCausalLM", path, "neuron", ["fsdp"], inputs, seed=0, deadline_s=240,
+                            group_timeout_s=60, warm=True)
+    assert after.returncodes == [0, 0], after.describe()
+    group.close_pairs()
