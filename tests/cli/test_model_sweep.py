@@ -125,6 +125,7 @@ def test_the_compat_program_answers_a_lookup_as_the_api_does(swept, monkeypatch:
     """``compat lookup`` as installed (pyproject's entry point ``cli.entry:main``, the lookup's own small command
     line): the same JSON as the API, and the same one-line 404 hint and exit codes."""
     _, _, url = swept
+    monkeypatch.setattr(entry, "_exit_now", sys.exit)  # in this process: raise SystemExit, not os._exit
     monkeypatch.setattr(sys, "argv", ["compat", "lookup", "meta-llama/Llama-3.1-8B-Instruct", "--json"])
     with pytest.raises(SystemExit) as done:
         entry.main()
@@ -145,6 +146,7 @@ def test_a_lookup_imports_only_the_store_read(swept) -> None:  # noqa: ANN001
     _, _, url = swept
     code = ("import sys; sys.argv = ['compat', 'lookup', 'gpt2', '--json']\n"
             "from cli import entry\n"
+            "entry._exit_now = sys.exit\n"
             "try:\n    entry.main()\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
             "heavy = ('torch', 'transformers', 'alembic', 'rich', 'cli.app', 'cli.commands', 'fastapi')\n"
             "print('LOADED', [m for m in heavy if m in sys.modules])\n")
@@ -153,6 +155,22 @@ def test_a_lookup_imports_only_the_store_read(swept) -> None:  # noqa: ANN001
     assert out.returncode == 0, out.stderr
     assert '"model_id": "gpt2"' in out.stdout
     assert out.stdout.strip().splitlines()[-1] == "LOADED []"
+
+
+def test_the_installed_program_ends_at_once_with_its_output_and_code(swept) -> None:  # noqa: ANN001
+    """The program as run (``python -m cli.entry``, what the console script calls): it ends by ``os._exit`` after
+    flushing (no interpreter teardown, bench/README.md has the time), so its whole output must reach a pipe and its
+    exit code must be the lookup's own: 0 for an answer, 1 for an unknown model, 2 for a malformed id."""
+    _, _, url = swept
+    env = {**os.environ, "COMPAT_DATABASE_URL": url}
+    for argv, code in ((["meta-llama/Llama-3.1-8B-Instruct", "--json"], 0), (["nobody/nothing"], 1), (["bad id!"], 2)):
+        out = subprocess.run([sys.executable, "-m", "cli.entry", "lookup", *argv], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == code, (argv, out.stderr)
+        if code == 0:
+            assert json.loads(out.stdout)["plan"]["parameters"] == 8_030_261_248  # the whole JSON, parsed
+        else:
+            assert out.stderr.startswith("error: ") and len(out.stderr.splitlines()) == 1
 
 
 def test_pages_show_the_same_answer_and_headline(swept) -> None:  # noqa: ANN001
