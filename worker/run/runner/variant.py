@@ -22,14 +22,6 @@ SWITCHES_ENV = "NEURON_SWITCHES"  # neuron_backend/config.py: the start value of
 CPU_OPS_ENV = "NEURON_CPU_OPS"  # neuron_backend/config.py: the harness-only knob the blocker chains use
 
 
-def _pairs(text: str) -> dict[str, str]:
-    out = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
-        sid, _, option = item.partition("=")
-        out[sid.strip()] = option.strip()
-    return out
-
-
 @contextmanager
 def variant(device: Device, switches: Mapping[str, str] | None = None, cpu_ops: Iterable[str] | None = None
             ) -> Iterator[None]:
@@ -42,13 +34,15 @@ def variant(device: Device, switches: Mapping[str, str] | None = None, cpu_ops: 
             before = os.environ.get(SWITCHES_ENV, "")
             stack.enter_context(environ_set(SWITCHES_ENV, ",".join(f"{k}={v}" for k, v in sorted(switches.items()))))
             backend.set_switches(dict(switches))
-            stack.callback(lambda: backend.set_switches(_pairs(before)))
+            # The device's own parsers of its settings (neuron_backend profiles.parse_switches, config.parse_cpu_ops),
+            # reached through the loaded backend: importing neuron_backend here would register the device in any process.
+            stack.callback(lambda: backend.set_switches(dict(backend.profiles.parse_switches(before))))
         if cpu_ops is not None:
             ops = sorted(set(cpu_ops))
             before_ops = os.environ.get(CPU_OPS_ENV, "")
             stack.enter_context(environ_set(CPU_OPS_ENV, ",".join(ops)))
             backend.set_cpu_ops(set(ops))
-            stack.callback(lambda: backend.set_cpu_ops({o for o in before_ops.split(",") if o.strip()}))
+            stack.callback(lambda: backend.set_cpu_ops(backend.config.parse_cpu_ops(before_ops)))
         yield
 
 
