@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from served import wait_until_healthy
+from served import stop, wait_until_healthy
 
 from cli.serve import listen
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{tmp_path / 'compat.db'}", "HF_HUB_OFFLINE": "1",
+    return {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{tmp_path / 'compat.db'}", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
             "COMPAT_VAR_DIR": str(tmp_path / "var")}
 
 
@@ -45,6 +45,5 @@ def test_a_free_port_serves_on_the_socket_it_checked(tmp_path: Path) -> None:
         assert second.stderr.strip() == f"error: port {port} on 127.0.0.1 is in use: pass --port N or set COMPAT_PORT"
         assert "Errno" not in second.stdout + second.stderr
     finally:
-        proc.terminate()
-        out, _ = proc.communicate(timeout=30)
+        out = stop(proc)
     assert f"serving on http://127.0.0.1:{port}" in out

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from served import wait_until_healthy
+from served import stop, wait_until_healthy
 from uvicorn.logging import AccessFormatter, DefaultFormatter
 
 from compat.settings import Settings
@@ -80,7 +80,7 @@ def _free_port() -> int:
 
 def test_the_deployed_apps_access_log_never_holds_a_token(tmp_path: Path) -> None:
     port = _free_port()
-    env = {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{tmp_path / 'compat.db'}", "HF_HUB_OFFLINE": "1",
+    env = {**os.environ, "COMPAT_DATABASE_URL": f"sqlite:///{tmp_path / 'compat.db'}", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
            "COMPAT_VAR_DIR": str(tmp_path / "var")}
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "cli.serve:create_app", "--factory", "--host",
                              "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -93,8 +93,7 @@ def test_the_deployed_apps_access_log_never_holds_a_token(tmp_path: Path) -> Non
         httpx.post(f"{base}/api/v1/submissions?api_key={SECRET}", headers={"Authorization": f"Bearer {SECRET}"},
                    data={"model_id": "org/m"}, timeout=10)
     finally:
-        proc.terminate()
-        out, _ = proc.communicate(timeout=30)
+        out = stop(proc)
     assert "GET /api/v1/runs?token=[redacted]&Access_Token=[redacted] HTTP/1.1" in out, out  # ... and not logged
     assert "POST /api/v1/submissions?api_key=[redacted]" in out, out
     assert SECRET not in out
