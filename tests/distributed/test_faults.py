@@ -94,7 +94,9 @@ def test_redis_restart_during_sweep_loses_and_doubles_nothing(own_redis, pg_url,
 
     assert outcome.state == "complete"
     assert_exactly_once(outcome.results, names)
-    assert {r.status for r in outcome.results} == {Status.PASS}
+    assert {r.status for r in outcome.results} == {Status.PASS}, (
+        [(r.architecture, r.status.value, r.reason, r.duration_s) for r in outcome.results if r.status != Status.PASS],
+        {name: cluster.log(name)[-4000:] for name in cluster.workers})
     assert all(p.poll() is None for p in cluster.workers.values()), "a worker died with the broker"
 
 

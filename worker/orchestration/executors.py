@@ -102,11 +102,26 @@ def complete_records(entry: ArchitectureEntry, device: str, checks: list[Check],
     return out
 
 
+# A soft-limit signal earlier than this before the task's own limit cannot be that limit (the timer starts when the
+# pool process accepts the task, a moment before the task body starts).
+STRAY_SIGNAL_MARGIN_S = 1.0
+
+
+def stray_soft_limit(elapsed_s: float, soft_limit_s: float | None) -> bool:
+    """True when Celery's soft-limit exception reached a task well before that task's own soft limit: the signal
+    was meant for an earlier task of the same pool process (its timer outlived it, e.g. across a broker reconnect)."""
+    return soft_limit_s is not None and elapsed_s < soft_limit_s - STRAY_SIGNAL_MARGIN_S
+
+
 def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, checks: list[Check], *,
-             seed: int, workdir: Path, runner: Runner | None = None) -> str:
+             seed: int, workdir: Path, runner: Runner | None = None, soft_limit_s: float | None = None,
+             started: float | None = None) -> str:
     """Run one architecture on one device (by name: the runner resolves it in this process) and store its records,
     once, each with its log. Idempotent: a pair that already has results in this run (a redelivered task whose
-    first delivery finished) is not run again. Returns "ran" or "skipped"."""
+    first delivery finished) is not run again. Returns "ran" or "skipped". ``soft_limit_s``/``started`` (monotonic,
+    at the task's start): a soft-limit exception that cannot be this task's own is not recorded as the
+    architecture's ``timeout``; the architecture is run once more instead."""
+    started = time.monotonic() if started is None else started
     if (entry.name, device) in store.stored_pairs(run_id):
         return "skipped"
     runner = runner or resolve_runner()
@@ -122,20 +137,9 @@ def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, che
     fd, log_name = tempfile.mkstemp(prefix="arch-", suffix=".log", dir=workdir)
     os.close(fd)
     log_path = Path(log_name)
-    started = time.monotonic()
     try:
         with captured_output(log_path) as capture:
-            try:
-                records = runner(entry, device, checks, seed=seed, workdir=workdir, emit=emit)
-            except Exception as exc:  # noqa: BLE001 - the runner promises not to raise; a hook or a bug might
-                traceback.print_exc()
-                took = time.monotonic() - started
-                if type(exc).__name__ == "SoftTimeLimitExceeded":  # Celery's soft limit, raised in the runner
-                    records = _failed(entry, device, checks, Status.TIMEOUT, "soft time limit exceeded",
-                                      "SoftTimeLimitExceeded", took)
-                else:
-                    records = _failed(entry, device, checks, Status.HARNESS_ERROR, f"runner raised: {exc}"[:500],
-                                      type(exc).__name__, took)
+            records = _run_guarded(runner, entry, device, checks, seed, workdir, emit, soft_limit_s, started)
             rest = capture.take()  # what no record took: a stand-in runner's output, a traceback
     finally:
         log_path.unlink(missing_ok=True)
@@ -145,6 +149,32 @@ def run_pair(store: Any, run_id: str, entry: ArchitectureEntry, device: str, che
         store.add_op_traces(run_id, [traces[-1]])
     store.add_results(run_id, records)  # the one write of these rows
     return "ran"
+
+
+def _run_guarded(runner: Runner, entry: ArchitectureEntry, device: str, checks: list[Check], seed: int,
+                 workdir: Path, emit: Callable[[str, Any], None], soft_limit_s: float | None,
+                 started: float) -> list[ResultRecord]:
+    """The runner's records, or records saying why it gave none: ``timeout`` for the task's own soft limit,
+    ``harness_error`` for anything else it raised. A stray soft-limit signal gets the architecture one more run."""
+    for attempt in (1, 2):
+        try:
+            return runner(entry, device, checks, seed=seed, workdir=workdir, emit=emit)
+        except Exception as exc:  # noqa: BLE001 - the runner promises not to raise; a hook or a bug might
+            traceback.print_exc()
+            took = time.monotonic() - started
+            if type(exc).__name__ != "SoftTimeLimitExceeded":  # Celery's soft limit, raised in the runner
+                return _failed(entry, device, checks, Status.HARNESS_ERROR, f"runner raised: {exc}"[:500],
+                               type(exc).__name__, took)
+            if attempt == 1 and stray_soft_limit(took, soft_limit_s):
+                # Not this architecture's time: blaming it would report the harness's signal as the device's
+                # timeout. Its output says so; the run starts again within the task's own limits.
+                print(f"compat: soft time limit signal after {took:.1f} s of a {soft_limit_s:.0f} s limit: not this "
+                      "task's; running the architecture again", flush=True)
+                log.warning("%s on %s: stray soft time limit signal after %.1f s; rerunning", entry.name, device, took)
+                continue
+            return _failed(entry, device, checks, Status.TIMEOUT, "soft time limit exceeded",
+                           "SoftTimeLimitExceeded", took)
+    raise AssertionError("unreachable: the second attempt always returns")
 
 
 def record_failure(store: Any, run_id: str, entry: ArchitectureEntry, device: str, checks: list[Check],

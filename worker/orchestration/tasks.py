@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from compat.results import ArchitectureEntry, Check, Status
 from compat.settings import get_settings
 from compat.states import SubmissionState
 from worker.orchestration import executors
-from worker.orchestration.celery_app import NIGHTLY_TASK, RUN_ARCHITECTURE_TASK, SUBMISSION_TASK
+from worker.orchestration.celery_app import NIGHTLY_TASK, RUN_ARCHITECTURE_TASK, SUBMISSION_TASK, time_limits
 
 if TYPE_CHECKING:
     from service.store import Store
@@ -95,13 +96,15 @@ def _maybe_finalize(store: Any, kwargs: dict[str, Any]) -> str | None:
 def run_architecture_task(self: Any, *, run_id: str, entry: dict[str, Any], device: str, checks: list[str],
                           seed: int, n_pairs: int, trigger: str) -> dict[str, Any]:
     """Run one architecture on one device and write its records to the store (skipped if already there)."""
+    started = time.monotonic()  # a moment after the pool process accepted the task, when its time limits started
     kwargs = {"run_id": run_id, "entry": entry, "device": device, "checks": checks, "n_pairs": n_pairs,
               "trigger": trigger}
     arch, check_list = _args(kwargs)
     settings = get_settings()
     store = store_for(settings.database_url)
     workdir = settings.var_dir / "work" / run_id
-    outcome = executors.run_pair(store, run_id, arch, device, check_list, seed=seed, workdir=workdir)
+    outcome = executors.run_pair(store, run_id, arch, device, check_list, seed=seed, workdir=workdir,
+                                 soft_limit_s=time_limits(settings)[0], started=started)
     state = _maybe_finalize(store, kwargs)
     return {"architecture": arch.name, "device": device, "outcome": outcome, "attempt": self.request.retries + 1,
             "pid": os.getpid(), "run_state": state}

@@ -4,7 +4,10 @@ that raises or forgets a check still leaves a complete, explained set of records
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+
+from billiard.exceptions import SoftTimeLimitExceeded
 
 from compat.results import ArchitectureEntry, Check, OpTrace, ResultRecord, Status
 from worker.orchestration.executors import run_pair
@@ -90,3 +93,48 @@ def test_run_pair_records_a_check_the_runner_forgot(tmp_path: Path) -> None:
     assert run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "cpu",
                     [Check.LOAD], seed=0, workdir=tmp_path, runner=runner) == "skipped"
     assert store.writes == 1
+
+
+def _soft_limit_runner(raises: int):  # noqa: ANN202
+    """A runner whose first ``raises`` calls get Celery's soft-limit exception, as a pool process's signal gives it."""
+    calls = []
+
+    def runner(entry, device, checks, **_):  # noqa: ANN001, ANN202
+        calls.append(entry.name)
+        if len(calls) <= raises:
+            raise SoftTimeLimitExceeded()
+        return [ResultRecord(architecture=entry.name, device=device, check=c, status=Status.PASS) for c in checks]
+
+    return runner, calls
+
+
+def test_a_soft_limit_signal_long_before_the_tasks_limit_reruns_instead_of_blaming_the_architecture(
+        tmp_path: Path) -> None:
+    # The task started just now under a 300 s soft limit: a soft-limit exception now was another task's timer.
+    runner, calls = _soft_limit_runner(raises=1)
+    store = _Store()
+    run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "neuron", [Check.LOAD],
+             seed=0, workdir=tmp_path, runner=runner, soft_limit_s=300.0, started=time.monotonic())
+    assert calls == ["Tiny", "Tiny"]
+    [rec] = store.results
+    assert rec.status == Status.PASS
+    assert "not this task's; running the architecture again" in rec.log
+
+
+def test_a_soft_limit_at_the_tasks_own_limit_is_the_architectures_timeout(tmp_path: Path) -> None:
+    runner, calls = _soft_limit_runner(raises=1)
+    store = _Store()
+    # Started 301 s ago under a 300 s limit: the signal is this task's own.
+    run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "neuron", [Check.LOAD],
+             seed=0, workdir=tmp_path, runner=runner, soft_limit_s=300.0, started=time.monotonic() - 301.0)
+    assert calls == ["Tiny"]
+    assert [(r.status, r.reason) for r in store.results] == [(Status.TIMEOUT, "soft time limit exceeded")]
+
+
+def test_a_second_early_soft_limit_signal_ends_in_timeout_not_a_loop(tmp_path: Path) -> None:
+    runner, calls = _soft_limit_runner(raises=5)
+    store = _Store()
+    run_pair(store, "r1", ArchitectureEntry(name="Tiny", model_type="tiny", rank=1), "neuron", [Check.LOAD],
+             seed=0, workdir=tmp_path, runner=runner, soft_limit_s=300.0, started=time.monotonic())
+    assert calls == ["Tiny", "Tiny"]
+    assert [r.status for r in store.results] == [Status.TIMEOUT]
