@@ -1,4 +1,5 @@
-"""neuron_backend: a simulated AWS Trainium (Trn2 / Trn3) PyTorch device named ``neuron``, in pure Python.
+"""neuron_backend: a simulated AWS Trainium (Trn2 / Trn3) PyTorch device named ``neuron``: a C++ PrivateUse1 core
+(csrc/core.cpp: allocator, device guard, one boxed kernel with a decision cache) over a Python hardware model.
 
 What it models: PrivateUse1 registration (``torch.neuron``, ``Tensor.neuron()``, ``device_map="neuron"``); the
 hardware of the active profile (NEURON_PROFILE, default trn2: 8 NeuronCore-v3 and 96 GiB per chip; trn3: 8 NC-v4,
@@ -16,11 +17,10 @@ torch.compile backend (AOT Autograd + core-aten decompositions, op-table check, 
 
 What it does not model: performance, asynchronous execution, collective bandwidth (collectives.py models semantics),
 the real compiler's fusion and precision choices beyond matmul auto-cast, allocator segments and fragmentation, and
-ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors. Conjugate and
-negative views (``_conj``, ``_neg_view``) are materialized copies on the device: values are right, but a later write
-to the base is not seen through them (numerics.materialize says why). An error met inside a C++ autograd node on
-the engine's device thread (strict mode, CopySlices' new_empty_strided) is raised by the next device op, not at the
-op: raising there aborts the process under PyTorch's Python device guard (deferred.py).
+ops' internal numerics other than operand rounding. Device memory is host memory; device tensors are plain
+``torch.Tensor``s (parameters ``nn.Parameter``s). Conjugate and negative views (``_conj``, ``_neg_view``) are
+materialized copies on the device: values are right, but a later write to the base is not seen through them
+(numerics.materialize says why).
 Transformers: ``device_map="neuron"``, ``.to("neuron")``, generate and training need no hook. ``device_map="auto"``
 does not pick the device, here or on real Trainium: accelerate 1.15.0 ``utils/modeling.py:757 get_max_memory``, which
 ``"auto"`` sizes devices with, counts CUDA, MLU, SDAA, MUSA, NPU, HPU and XPU devices and has no neuron branch (it

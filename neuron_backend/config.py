@@ -84,6 +84,21 @@ class Config:
     autocast_matmul: bool
     cpu_ops: frozenset[str] = frozenset()  # NEURON_CPU_OPS: harness-only, ops forced onto the CPU fallback
 
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name in ("cores", "memory_per_core") and "cores" in self.__dict__ and "memory_per_core" in self.__dict__:
+            for fn in _LISTENERS:
+                fn(self)
+
+
+# Called with the Config whenever its device count or capacity changes (memory.py: the C++ allocator's limits).
+_LISTENERS: list = []
+
+
+def on_hardware_change(fn) -> None:
+    """Call ``fn(config)`` whenever ``cores`` or ``memory_per_core`` is set."""
+    _LISTENERS.append(fn)
+
 
 def hardware_defaults(profile: profiles.Profile, lnc: int) -> tuple[int, int]:
     """(devices, bytes per device) of one chip of ``profile`` grouped ``lnc`` physical cores per logical core."""
