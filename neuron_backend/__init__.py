@@ -49,6 +49,9 @@ if SIMULATED:
     from neuron_backend import policy as _policy
 
     _factories._check_dtype = lambda op, dtype: _policy.check_device_dtype(f"aten::{op}", dtype)
+    from neuron_backend import tracing as _tracing
+
+    _tracing.install()  # the device's rejections apply while Dynamo and AOT Autograd trace on fake tensors
     from neuron_backend import lazy_dynamo as _lazy_dynamo
 
     _lazy_dynamo.install()  # backend="neuron", known to Dynamo once it is imported

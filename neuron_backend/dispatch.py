@@ -238,13 +238,18 @@ def _plan(func, dtypes, args, kwargs) -> tuple:
     return inner, computed, run, floats
 
 
-def _run_cast(func, dtypes, args, kwargs, new_args, new_kwargs, core, is_complex: bool):
-    """An op with 64-bit or complex inputs: decided on the dtypes the device computes in, run as autocast.py says."""
+def plan_of(func, dtypes, args=(), kwargs=None) -> tuple:
+    """The cached plan of a CAST/COMPLEX decision: (inner decision, computed dtypes, kind of run, wide floats)."""
     key = (id(func), *dtypes)
     plan = _plans.get(key)
     if plan is None:
-        plan = _plans[key] = _plan(func, dtypes, args, kwargs)
-    inner, computed, run, floats = plan
+        plan = _plans[key] = _plan(func, dtypes, args, kwargs or {})
+    return plan
+
+
+def _run_cast(func, dtypes, args, kwargs, new_args, new_kwargs, core, is_complex: bool):
+    """An op with 64-bit or complex inputs: decided on the dtypes the device computes in, run as autocast.py says."""
+    inner, computed, run, floats = plan_of(func, dtypes, args, kwargs)
     if inner == policy.FALLBACK:  # the CPU runs the op on the original 64-bit/complex data
         return _run_other(func, inner, dtypes, args, kwargs, new_args, new_kwargs, core)
     if inner == policy.UNSUPPORTED or inner == policy.KERNEL_FAIL:
@@ -312,7 +317,7 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
         # the pre-beta source, INDICATIVE).
         return _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, f"kernel failed: {err.reason}")
     if _tracing(new_args) or _under_fake_fallback():
-        raise _graph_break(func, err)
+        raise graph_break(func, err)
     raise err
 
 
@@ -349,7 +354,7 @@ def _tracing(inner_args) -> bool:
     return False
 
 
-def _graph_break(func, err: NeuronUnsupportedOpError) -> Exception:
+def graph_break(func, err: NeuronUnsupportedOpError) -> Exception:
     """While Dynamo traces, an unsupported op becomes a graph break (like an op without a fake kernel), so the op
     then runs eagerly and raises the typed error itself, instead of Dynamo burying it in a TorchRuntimeError."""
     from torch._subclasses.fake_tensor import UnsupportedOperatorException

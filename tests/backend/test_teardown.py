@@ -11,7 +11,7 @@ from concurrent_scripts import run_copies
 from test_fallback import _STRICT_BACKWARD
 
 import neuron_backend  # noqa: F401 - registers the device
-from neuron_backend import teardown
+from neuron_backend import deferred, teardown
 
 # The importing thread runs backward in itself (registration.py: autograd multithreading off there), so the engine's
 # device thread serves only other threads' backwards: the case the exit drain exists for.
@@ -24,13 +24,14 @@ print(x.grad.device)
 """
 
 
-def test_the_drain_runs_on_the_engine_thread_and_leaves_no_gradient(dev):
+def test_the_drain_runs_on_the_engine_thread_and_leaves_no_gradient_or_held_error(dev):
     x = torch.ones(2, device=dev, requires_grad=True)
     (x * 3).sum().backward()  # starts the engine's thread for device index 0
     kept = len(teardown._KEEP)
     assert teardown.drain_device_threads(1) == 1
     assert len(teardown._KEEP) == kept + 3  # leaf, output, seed: kept alive to the end of the process
     assert x.grad.cpu().tolist() == [3.0, 3.0]  # the caller's own gradients are untouched
+    assert not deferred.HELD
 
 
 def test_the_drain_stops_at_a_core_with_no_engine_thread():
