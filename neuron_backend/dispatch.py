@@ -318,6 +318,13 @@ def _run_other(func, decision, dtypes, args, kwargs, new_args, new_kwargs, core)
         return _run_on_cpu(func, dtypes, args, kwargs, new_args, new_kwargs, core, f"kernel failed: {err.reason}")
     if _tracing(new_args) or _under_fake_fallback():
         raise graph_break(func, err)
+    node = torch._C._current_autograd_node()
+    if node is not None:
+        # Inside backward the error is raised at the op, through the engine, as on the real backend: its C++ guard
+        # (C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuardImpl), torch_neuronx/csrc/core/NeuronGuardImpl.cpp in
+        # github.com/parmoham-aws/test-repo-parmoham @ 98154b867aa24562a3213e520d9ad7fd41032291, pre-beta, indicative)
+        # runs no Python while the engine unwinds; csrc/ registers one too. The note names the node it came from.
+        err.add_note(f"raised in autograd's {node.name()} node, during backward")
     raise err
 
 
