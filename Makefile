@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 # The device's C++ core (neuron_backend/core.py): compiled once with g++ and ninja, rebuilt when its source changes.
 CORE := neuron_backend/csrc/build/neuron_core.so
-$(CORE): neuron_backend/csrc/core.cpp neuron_backend/core.py $(STAMP)
+$(CORE): $(wildcard neuron_backend/csrc/*.cpp neuron_backend/csrc/*.h) neuron_backend/core.py $(STAMP)
 	@command -v g++ >/dev/null 2>&1 || { echo "need a C++ compiler: apt-get install g++"; exit 1; }
 	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(BIN)/python -m neuron_backend.core
 	@touch $(CORE)

@@ -1,5 +1,5 @@
 """neuron_backend: a simulated AWS Trainium (Trn2 / Trn3) PyTorch device named ``neuron``: a C++ PrivateUse1 core
-(csrc/core.cpp: allocator, device guard, one boxed kernel with a decision cache) over a Python hardware model.
+(csrc/: allocator, device guard, one boxed kernel with a decision cache) over a Python hardware model.
 
 What it models: PrivateUse1 registration (``torch.neuron``, ``Tensor.neuron()``, ``device_map="neuron"``); the
 hardware of the active profile (NEURON_PROFILE, default trn2: 8 NeuronCore-v3 and 96 GiB per chip; trn3: 8 NC-v4,

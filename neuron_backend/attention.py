@@ -251,7 +251,7 @@ def sdpa(args, kwargs, by_device: Callable):
         return out
     m = host(mask) if mask is not None else None
     core = q.device.index
-    # The accepted plan runs in C++ (csrc/core.cpp replay_sdpa: the same ops as _lowering, in the same order).
+    # The accepted plan runs in C++ (csrc/replay.cpp replay_sdpa: the same ops as _lowering, in the same order).
     out = _C.replay_sdpa(host(q), host(k), host(v), m, bool(is_causal), scale, key[3], bool(plan), core)
     if out is None:  # a reshape would copy here
         return by_device(args, kwargs)

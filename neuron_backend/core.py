@@ -1,4 +1,4 @@
-"""The C++ core of the device (csrc/core.cpp): allocator, guard, boxed kernel; built once, then loaded from its folder.
+"""The C++ core of the device (csrc/: allocator, guard, boxed kernel): built once, then loaded from its build folder.
 
 ``make install`` builds it (torch.utils.cpp_extension with g++ and ninja); an import finds the built module by the
 digest of its source and torch's version, so a normal import compiles nothing and downloads nothing.
@@ -17,8 +17,11 @@ from types import ModuleType
 import torch
 
 NAME = "neuron_core"
-SOURCE = Path(__file__).resolve().parent / "csrc" / "core.cpp"
-BUILD = Path(os.environ.get("NEURON_CORE_BUILD") or SOURCE.parent / "build")
+CSRC = Path(__file__).resolve().parent / "csrc"
+# The translation units and the header they share (csrc/neuron.h lists what each holds).
+SOURCES = sorted(CSRC.glob("*.cpp"))
+HEADERS = sorted(CSRC.glob("*.h"))
+BUILD = Path(os.environ.get("NEURON_CORE_BUILD") or CSRC / "build")
 
 
 class CoreBuildError(RuntimeError):
@@ -26,7 +29,10 @@ class CoreBuildError(RuntimeError):
 
 
 def _digest() -> str:
-    h = hashlib.sha256(SOURCE.read_bytes())
+    h = hashlib.sha256()
+    for path in (*SOURCES, *HEADERS):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
     h.update(torch.__version__.encode())
     h.update(sys.version.encode())
     return h.hexdigest()[:16]
@@ -45,7 +51,7 @@ def _built() -> Path | None:
 
 
 def build(verbose: bool = False) -> Path:
-    """Compile csrc/core.cpp into BUILD (a minute or more); returns the module's path."""
+    """Compile csrc/*.cpp into BUILD (a minute or more); returns the module's path."""
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None and shutil.which("g++") is None:
         raise CoreBuildError("neuron_backend: no C++ compiler found: install Debian's g++ (apt-get install g++), "
@@ -61,7 +67,7 @@ def build(verbose: bool = False) -> Path:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     try:
-        load(name=NAME, sources=[str(SOURCE)], build_directory=str(staging), extra_cflags=["-O2"],
+        load(name=NAME, sources=[str(p) for p in SOURCES], build_directory=str(staging), extra_cflags=["-O2"],
              is_python_module=True, verbose=verbose)
     except (RuntimeError, OSError, ImportError) as exc:
         shutil.rmtree(staging, ignore_errors=True)

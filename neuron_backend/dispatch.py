@@ -1,4 +1,4 @@
-"""The device's slow path: what the C++ boxed kernel (csrc/core.cpp) hands to Python, and the decisions it caches.
+"""The device's slow path: what the C++ boxed kernel (csrc/decisions.cpp) hands to Python, and the decisions it caches.
 
 Decisions come from policy.py (op table, decompositions, fallback); device-transfer ops are handled here.
 """

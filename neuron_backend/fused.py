@@ -12,7 +12,7 @@ from neuron_backend import attention
 from neuron_backend.tensor import _C
 
 aten = torch.ops.aten
-# aten::linear's fused kernel is the C++ core's (csrc/core.cpp, fused_linear); SDPA's stays here (attention.py's replay).
+# aten::linear's fused kernel is the C++ core's (csrc/kernels.cpp, fused_linear); SDPA's stays here (attention.py's replay).
 FUSED_OPS = (aten.scaled_dot_product_attention.default,)
 # Every key below autograd and ADInplaceOrView (Python for fake tensors while tracing, the backend).
 _BELOW_AUTOGRAD = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.ADInplaceOrView)
@@ -28,7 +28,7 @@ def _needs_grad(args) -> bool:
 
 def _by_device(func):
     def run(args, kwargs):
-        # The device's kernel for the op (csrc/core.cpp; register() routes these composites to it): decided and run
+        # The device's kernel for the op (csrc/decisions.cpp; register() routes these composites to it): decided and run
         # as one device op, natively in C++ where the decision allows. Fake tensors (tracing) reach their mode.
         keys = torch._C._dispatch_keys(args[0])
         for a in args[1:]:

@@ -1,6 +1,6 @@
 """Per-NeuronCore memory of the simulated device: the C++ allocator's allocated/reserved bytes, peaks, capacity, OOM.
 
-The allocator lives in csrc/core.cpp; this module reads its figures and sets its limits from the configuration.
+The allocator lives in csrc/allocator.cpp; this module reads its figures and sets its limits from the configuration.
 
 The allocator model (source: AWS Neuron docs, torch/reference/guidelines-memory-management, date-modified 2026-10-08,
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/guidelines-memory-management.html):

@@ -18,7 +18,7 @@ NAME = "neuron"
 def _single_threaded_backward() -> None:
     """Run backward in the calling thread (autograd's CPU ready queue) instead of the engine's device threads, as
     before the C++ core: every core's backward runs in the caller, as collectives.py does for each rank. The C++
-    guard (csrc/core.cpp) reports every core, so another thread's backward on any core works as well."""
+    guard (csrc/guard.cpp) reports every core, so another thread's backward on any core works as well."""
     torch.autograd.set_multithreading_enabled(False)
 
 
@@ -78,7 +78,7 @@ def register() -> bool:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=False
         )
-    # The device guard and the PrivateUse1 hooks are the C++ core's (csrc/core.cpp), registered when it loads.
+    # The device guard and the PrivateUse1 hooks are the C++ core's (csrc/guard.cpp), registered when it loads.
     _single_threaded_backward()
     factories.register()
     _register_pinning()

@@ -1,4 +1,4 @@
-"""Device tensors are plain ``torch.Tensor``s on PrivateUse1 whose memory the C++ core (csrc/core.cpp) allocates.
+"""Device tensors are plain ``torch.Tensor``s on PrivateUse1 whose memory the C++ core (csrc/allocator.cpp) allocates.
 
 Python code reaches their memory through a host alias (``host``: a CPU tensor over the same bytes, no copy) and
 turns a host result into a device tensor with ``wrap`` (the host storage adopted as device memory, no copy).

@@ -15,7 +15,6 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from neuron_backend import dispatch, policy
 from neuron_backend.config import CONFIG
 
-
 # fake mode -> (entries of its converter's memo when counted, storages of the fakes it made from real device tensors)
 _input_storages: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
