@@ -4,7 +4,7 @@
 What it models: PrivateUse1 registration (``torch.neuron``, ``Tensor.neuron()``, ``device_map="neuron"``); the
 hardware of the active profile (NEURON_PROFILE, default trn2: 8 NeuronCore-v3 and 96 GiB per chip; trn3: 8 NC-v4,
 144 GiB) grouped by the Logical NeuronCore setting (NEURON_LOGICAL_NC_CONFIG) into devices; an explicit op table per
-profile (profiles/*.json) with per-op dtypes; torch-neuronx's eager semantics: ops without a device implementation run
+profile (hardware/profiles/*.json) with per-op dtypes; torch-neuronx's eager semantics: ops without a device implementation run
 on the CPU by default (one warning per op, recorded: fallback_ops(), get_fallback_ops()), a device kernel the profile
 says fails is retried on the CPU (unless TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1), strict mode
 (NEURON_CPU_FALLBACK=0) falls back nothing and raises typed errors (NeuronUnsupportedOpError /

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuron_backend import config, numerics, profiles, registration, stats
+from neuron_backend import config, numerics, registration, stats
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedOpError
+from neuron_backend.hardware import profiles
 
 BACKEND_VERSION = "0.1.0"
 

@@ -16,13 +16,8 @@ import torch
 from torch._C._distributed_c10d import ReduceOp, Work
 
 from neuron_backend import device_module, dispatch
-from neuron_backend.collective_table import (
-    SOURCE,
-    UNSUPPORTED_COLLECTIVES,
-    NeuronUnsupportedCollectiveError,
-    flat_tensors,
-    unsupported,
-)
+from neuron_backend.errors import NeuronUnsupportedCollectiveError
+from neuron_backend.hardware.collective_table import SOURCE, UNSUPPORTED_COLLECTIVES
 from neuron_backend.tensor import _C, host, wrap
 
 _CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -33,6 +28,24 @@ _KERNEL_NAMESPACES = ("_c10d_functional", "_dtensor", "fsdp")
 _routed: set[str] = set()
 _executed: collections.Counter[str] = collections.Counter()
 _lock = threading.Lock()
+
+
+def flat_tensors(x) -> list[torch.Tensor]:
+    """The tensors in ``x``, a tensor or (nested) lists/tuples of them."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if type(x) is list or type(x) is tuple:
+        return [t for y in x for t in flat_tensors(y)]
+    return []
+
+
+def unsupported(op: str, tensors=()) -> NeuronUnsupportedCollectiveError:
+    """The typed error for a collective the real process group lacks (hardware/collective_table.py says why)."""
+    flat = flat_tensors(tensors)
+    return NeuronUnsupportedCollectiveError(
+        op, [str(t.dtype).removeprefix("torch.") for t in flat], [tuple(t.shape) for t in flat],
+        UNSUPPORTED_COLLECTIVES.get(op, "") + f"; source: {SOURCE}",
+    )
 
 
 def executed_collectives() -> dict[str, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from neuron_backend import profiles
+from neuron_backend.hardware import profiles
 
 GIB = 1 << 30
 _ENV_VARS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html (2026-10-14)"
@@ -19,7 +19,7 @@ _SRC_DOC = ("docs/environment_variables.md in parmoham-aws/test-repo-parmoham @ 
 # name -> (default, meaning); the table is the documentation (also rendered in docs/ARCHITECTURE.md). An empty
 # default means "from the active profile".
 ENVIRONMENT: dict[str, tuple[str, str]] = {
-    "NEURON_PROFILE": ("trn2", "op table and hardware: trn2 (default), trn3, ... (see neuron_backend/profiles/)"),
+    "NEURON_PROFILE": ("trn2", "op table and hardware: trn2 (default), trn3, ... (see neuron_backend/hardware/profiles/)"),
     "NEURON_SWITCHES": ("", "the profile's decision switches set to another option, ID=OPTION[,ID=OPTION] (e.g. "
                             "grouped_mm_preconditions=not_enforced); default: every switch at the profile's default "
                             "(neuron_backend.switches() lists them with their sources)"),

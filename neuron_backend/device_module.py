@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import memory, profiles
+from neuron_backend import memory
 from neuron_backend.config import CONFIG
+from neuron_backend.hardware import profiles
 from neuron_backend.tensor import _C
 
 

@@ -14,6 +14,7 @@ from neuron_backend import autocast, fallback, memory, numerics, policy, stats, 
 from neuron_backend.aliases import wrap_out as _wrap_out
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedOpError
+from neuron_backend.hardware.matmul_autocast import MATMUL_OPERANDS
 from neuron_backend.tensor import _C, wrap
 from neuron_backend.tensor import to_host as host
 
@@ -170,7 +171,7 @@ def fast_decision(func, dtypes: list) -> tuple[int, tuple[int, ...]]:
     if decision == policy.NATIVE:
         return _NATIVE
     if decision == policy.MATMUL:
-        return 1, numerics.MATMUL_OPERANDS.get(func._schema.name, (0, 1))
+        return 1, MATMUL_OPERANDS.get(func._schema.name, (0, 1))
     if decision == CAST:
         # int64 inputs computed as int32 (autocast.py), run natively: the C++ kernel runs the op on the 64-bit data
         # and wraps what _run_cast wraps, while no storage holds int64 values outside int32 (autocast.any_wide).

@@ -172,8 +172,8 @@ def failing_cumsum(monkeypatch):
     """The active profile with a known issue saying aten::cumsum's device kernel fails at execution."""
     import dataclasses
 
-    from neuron_backend import profiles
     from neuron_backend.config import CONFIG
+    from neuron_backend.hardware import profiles
 
     issue = profiles.KnownIssue(op="aten::cumsum", reason="test: the kernel fails", source="this test")
     patched = dataclasses.replace(profiles.load(CONFIG.profile), kernel_failures={"aten::cumsum": issue})
