@@ -56,10 +56,10 @@ def _fake_dtypes(fake_mode: FakeTensorMode, args, kwargs) -> list[torch.dtype] |
         elif type(a) is list or type(a) is tuple:
             for x in a:
                 add(x)
-    for k, v in kwargs.items():
+    for v in kwargs.values():
         if isinstance(v, torch.Tensor):
             add(v)
-        elif (type(v) is list or type(v) is tuple) and k != "device":
+        elif type(v) is list or type(v) is tuple:
             for x in v:
                 add(x)
     if not on_device:
