@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@touch $(STAMP)
 
 # The device's C++ core (neuron_backend/core.py): compiled once with g++ and ninja, rebuilt when its source changes.
+# The install is an order-only prerequisite: a re-install alone does not rebuild it here (a new torch makes the built
+# core stale by its digest, and the first import rebuilds it), so `make -n <target>` after an install shows only the
+# target's own commands.
 CORE := neuron_backend/csrc/build/neuron_core.so
-$(CORE): $(wildcard neuron_backend/csrc/*.cpp neuron_backend/csrc/*.h) neuron_backend/core.py $(STAMP)
+$(CORE): $(wildcard neuron_backend/csrc/*.cpp neuron_backend/csrc/*.h) neuron_backend/core.py | $(STAMP)
 	@command -v g++ >/dev/null 2>&1 || { echo "need a C++ compiler: apt-get install g++"; exit 1; }
 	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(BIN)/python -m neuron_backend.core
 	@touch $(CORE)
