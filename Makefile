@@ -20,7 +20,17 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+# The device's C++ core (neuron_backend/core.py): compiled once with g++ and ninja, rebuilt when its source changes.
+# The install is an order-only prerequisite: a re-install alone does not rebuild it here (a new torch makes the built
+# core stale by its digest, and the first import rebuilds it), so `make -n <target>` after an install shows only the
+# target's own commands.
+CORE := neuron_backend/csrc/build/neuron_core.so
+$(CORE): $(wildcard neuron_backend/csrc/*.cpp neuron_backend/csrc/*.h) neuron_backend/core.py | $(STAMP)
+	@command -v g++ >/dev/null 2>&1 || { echo "need a C++ compiler: apt-get install g++"; exit 1; }
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(BIN)/python -m neuron_backend.core
+	@touch $(CORE)
+
+install: $(STAMP) $(CORE)
 
 # Chromium for the dashboard's browser tests, from Debian's packages (no browser download at run time).
 browser-deps:
@@ -30,14 +40,14 @@ browser-deps:
 
 # The main job on the embedded default: SQLite under ./var, in-process workers, bundled neuron device.
 # The port is checked first: a busy one fails at once, naming PORT=, not after minutes of sweeping.
-run: $(STAMP)
+run: $(STAMP) $(CORE)
 	@$(BIN)/compat serve --check-port --from-make --host $(HOST) --port $(PORT)
 	$(BIN)/compat db upgrade
 	$(BIN)/compat sweep $(if $(JOBS),--jobs $(JOBS)) $(SWEEP_ARGS)
 	@echo "$(MODELS_NOTE)"
 	$(BIN)/compat serve --from-make --host $(HOST) --port $(PORT)
 
-sweep: $(STAMP)
+sweep: $(STAMP) $(CORE)
 	$(BIN)/compat sweep $(if $(JOBS),--jobs $(JOBS)) $(SWEEP_ARGS)
 
 # Per-model verdicts and real-size plans over the shipped corpus (issue 33): `compat lookup ORG/NAME` then answers.
@@ -45,10 +55,10 @@ sweep: $(STAMP)
 # 0.6x the registry sweep's own pass (bench/README.md), so `make run` says how to add it instead.
 MODELS_NOTE := per-model verdicts (compat lookup ORG/NAME, /models) are not part of make run: run \`make models\` \
   (= compat sweep --models: the corpus's 79 models, one run per distinct tiny config, 59; about 0.6x this sweep's time)
-models: $(STAMP)
+models: $(STAMP) $(CORE)
 	$(BIN)/compat sweep --models $(if $(JOBS),--jobs $(JOBS))
 
-serve: $(STAMP)
+serve: $(STAMP) $(CORE)
 	$(BIN)/compat serve --from-make --host $(HOST) --port $(PORT)
 
 lint: $(STAMP)
@@ -62,7 +72,7 @@ lint: $(STAMP)
 # once (tests/conftest.py groups them); every other test goes to whichever worker is free.
 TEST_WORKERS ?= 2
 PYTEST_ARGS := -q -p no:cacheprovider $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
-test: $(STAMP) browser-deps
+test: $(STAMP) $(CORE) browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \

@@ -1,108 +1,43 @@
 """Benchmark of the simulated neuron device: tiny Llama forward and 32-token greedy generate, neuron vs CPU eager.
 
-Run: .venv/bin/python bench/bench_backend.py [--repeats N] [--clock cpu] [--breakdown]; prints ratios (median of
-alternating CPU/device pairs), the Python overhead per dispatched op, and the floor: the same model and device
-tensors with the device's dispatcher replaced by a do-nothing unwrap/run/wrap (same wrapper type, same ops reaching
-it), what this device would cost if its own modelled work were free. ``--clock cpu`` times with the thread's CPU
-time instead of the wall clock: on a shared box whose load exceeds its cores, wall-clock ratios swing 2-3x between
-runs, while CPU time counts only this thread's work (torch runs one intra-op thread here).
+Run: .venv/bin/python bench/bench_backend.py [--repeats N] [--clock cpu] [--breakdown] [--in-process]; prints
+ratios (median of alternating CPU/device pairs), how many ops reached the device's C++ kernel and how many of them took
+the Python slow path, and (--breakdown) the same with the C++ fast path off (every op through dispatch.py).
+``--in-process`` measures the forward again after a torch.compile and a training step in the same process (the
+issue-35 acceptance figure). ``--clock cpu`` times with the thread's CPU time instead of the wall clock: on a shared
+box whose load exceeds its cores, wall-clock ratios swing 2-3x between runs, while CPU time counts only this thread's
+work (torch runs one intra-op thread here).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
-from collections.abc import Iterator
 
 import torch
 from tiny_llama import CLOCK, model, paired, runs
-from transformers import LlamaForCausalLM
 
 import neuron_backend
-from neuron_backend import attention, dispatch, numerics, tensor
-from neuron_backend.tensor import NeuronTensor
+from neuron_backend.tensor import _C
 
 
-@contextlib.contextmanager
-def _dispatching(fn) -> Iterator[None]:
-    """Every device op through ``fn(func, args, kwargs)``: both entries into the device, the tensor's
-    __torch_dispatch__ and the fused kernels (fused.py looks ``dispatch.dispatch`` up per call)."""
-    orig = dispatch.dispatch
-    tensor.set_dispatch(fn)
-    dispatch.dispatch = fn
-    try:
-        yield
-    finally:
-        tensor.set_dispatch(orig)
-        dispatch.dispatch = orig
+def _count_ops(fn) -> tuple[int, int]:
+    """(ops that reached the device's C++ kernel, of which on the Python slow path) while ``fn`` runs."""
+    fast0, slow0 = _C.counts()
+    fn()
+    fast1, slow1 = _C.counts()
+    return (fast1 - fast0) + (slow1 - slow0), slow1 - slow0
 
 
-@contextlib.contextmanager
-def without(memory: bool, rounding: bool) -> Iterator[None]:
-    """The device with its memory accounting and/or its bf16 operand rounding switched off, to size what each costs
-    (--breakdown and the floor; verdicts are not the point here, only time)."""
-    saved = (tensor._track, attention._track, numerics._round_bf16)
-    if memory:
-        tensor._track = attention._track = lambda *a: None
-    if rounding:
-        numerics._round_bf16 = lambda t: t
-    try:
-        yield
-    finally:
-        tensor._track, attention._track, numerics._round_bf16 = saved
-
-
-def _floor_dispatch(func, args, kwargs):
-    """The device's dispatcher with the device taken out: unwrap, run the op on the host data, wrap (tensor.wrap,
-    its memory accounting off under floor()). No decisions, numerics or records; the same wrapper type, the same
-    ops reaching it, the same fused kernels (linear and SDPA one op each, as on the device)."""
-
-    def un(a):
-        t = type(a)
-        if t is NeuronTensor:
-            return a._data
-        if t is list or t is tuple:
-            return [x._data if type(x) is NeuronTensor else x for x in a]
-        return a
-
-    out = func(*[un(a) for a in args], **({k: un(v) for k, v in kwargs.items()} if kwargs else {}))
-    if type(out) is torch.Tensor:
-        return tensor.wrap(out, 0)
-    if type(out) is tuple or type(out) is list:
-        return type(out)(tensor.wrap(o, 0) if type(o) is torch.Tensor else o for o in out)
-    return out
-
-
-@contextlib.contextmanager
-def floor() -> Iterator[None]:
-    """The device's per-op floor: the tiny model keeps its device tensors, every op takes the do-nothing path."""
-    sdpa = attention.sdpa
-    attention.sdpa = lambda args, kwargs, by_device: by_device(args, kwargs)  # the host's own SDPA, one op
-    try:
-        with without(memory=True, rounding=True), _dispatching(_floor_dispatch):
-            yield
-    finally:
-        attention.sdpa = sdpa
-
-
-def fwd_logits(m: LlamaForCausalLM, ids: torch.Tensor) -> torch.Tensor:
-    out = m(ids).logits
-    return out._data if type(out) is NeuronTensor else out
-
-
-def _count_ops(fn) -> int:
-    """Device ops ``fn`` dispatches, through whichever dispatcher is installed (the device's, or the floor's)."""
-    n = [0]
-    inner = dispatch.dispatch
-
-    def counting(func, args, kwargs):
-        n[0] += 1
-        return inner(func, args, kwargs)
-
-    with _dispatching(counting):
-        fn()
-    return n[0]
+def _train_step(dev_model, ids_n) -> None:
+    """One optimizer step on the device (what the in-process figure runs before it measures again)."""
+    opt = torch.optim.SGD(dev_model.parameters(), lr=1e-3)
+    dev_model.train()
+    out = dev_model(ids_n, labels=ids_n)
+    out.loss.backward()
+    opt.step()
+    opt.zero_grad()
+    dev_model.eval()
 
 
 def main() -> None:
@@ -110,8 +45,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
-    ap.add_argument("--breakdown", action="store_true", help="also time the device with its memory accounting, "
-                    "its bf16 operand rounding, then both, switched off")
+    ap.add_argument("--breakdown", action="store_true", help="also time the device with its C++ fast path off")
+    ap.add_argument("--in-process", action="store_true", help="also time the forward (batch 2 x 16) after a "
+                    "compile and a training step in the same process")
     args = ap.parse_args()
     if args.clock == "cpu":
         CLOCK[0] = time.thread_time
@@ -135,32 +71,30 @@ def main() -> None:
     pairs = (("forward", fwd_cpu, fwd_dev), (f"generate{args.new_tokens}", gen_cpu, gen_dev))
     for label, f_cpu, f_dev in pairs:
         t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
-        ops = _count_ops(f_dev)
-        per_op = (t_dev - t_cpu) / ops * 1e6
+        ops, slow = _count_ops(f_dev)
         print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
-              f"dispatched ops {ops:5d}  overhead {per_op:5.1f} us/op")
-    parts = {"memory accounting": (True, False), "bf16 operand rounding": (False, True),
-             "memory accounting and bf16 operand rounding": (True, True)}
-    for part, (memory, rounding) in parts.items() if args.breakdown else ():
-        with without(memory, rounding):
+              f"device ops {ops:5d} (Python slow path {slow})")
+    if args.breakdown:
+        _C.set_fast(False)
+        try:
             for label, f_cpu, f_dev in pairs:
                 t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
                 print(f"{label:>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
-                      f"without {part}")
-    # The floor: the same model, inputs and device tensors with every op on the do-nothing path (floor()). What the
-    # device adds above it is its own modelled work (decisions, memory accounting, bf16 operand rounding, records).
-    with floor():
-        with torch.no_grad():  # the floor must compute what the CPU computes (it models no numerics)
-            diff = (fwd_logits(dev, ids_n) - fwd_logits(cpu_model, ids)).abs().max().item()
-        for label, f_cpu, f_flo in pairs:
-            t_cpu, t_flo, ratio = paired(f_cpu, f_flo, args.repeats)
-            print(f"{'floor ' + label:>18}: cpu {t_cpu * 1e3:8.2f} ms  floor  {t_flo * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
-                  f"dispatched ops {_count_ops(f_flo):5d}  (the device's dispatcher replaced by unwrap/run/wrap)")
-    print(f"{'':>18}  floor forward logits vs CPU: max abs diff {diff:.1e}")
-    # Graph capture: the compiled graph runs the lowered ops on the host data with no per-op device dispatch.
+                      "(C++ fast path off: every op through dispatch.py)")
+        finally:
+            _C.set_fast(True)
     t_cpu, t_comp, ratio = paired(fwd_cpu, fwd_compiled, args.repeats)
     print(f"{'fwd compiled':>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_comp * 1e3:8.2f} ms  ratio {ratio:5.2f}x  "
           f"(torch.compile(backend='neuron') vs CPU eager; {neuron_backend.compile_stats()})")
+    if args.in_process:
+        ids2 = torch.randint(0, 256, (2, 16))
+        ids2_n = ids2.to("neuron")
+        _train_step(dev, ids2_n)
+        f_cpu, _ = runs(cpu_model, ids2, args.new_tokens)
+        f_dev, _ = runs(dev, ids2_n, args.new_tokens)
+        t_cpu, t_dev, ratio = paired(f_cpu, f_dev, args.repeats)
+        print(f"{'fwd 2x16 after compile+train':>12}: cpu {t_cpu * 1e3:8.2f} ms  neuron {t_dev * 1e3:8.2f} ms  "
+              f"ratio {ratio:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -257,7 +257,7 @@ def calibrate_cmd(
     compile_check: bool = typer.Option(False, "--compile", help="also run compile and compare compiled observations"),
 ) -> None:
     """Compare the simulated device with what real Trainium hardware was seen to do: each observed architecture
-    (neuron_backend/profile_sources/observations.json) runs as a tiny model; one row each, and the agreement."""
+    (neuron_backend/hardware/profile_sources/observations.json) runs as a tiny model; one row each, and the agreement."""
     dev = validate.harness_device(device)
     if not dev.startswith("neuron"):
         raise fail(f"calibrate compares the neuron device with real Trainium observations; --device {dev} is not "

@@ -25,7 +25,7 @@ from compat.settings import get_settings
 
 # The observations' loader lives with the device's data; importing it registers the simulated device, which this
 # command resolves right after anyway (and a real torch-neuronx, when installed, keeps precedence).
-from neuron_backend import observations as evidence_file
+from neuron_backend.hardware import observations as evidence_file
 from worker.catalog.catalog import registry_entries
 from worker.catalog.corpus_models import CORPUS_DIR
 from worker.judge.calibration import (

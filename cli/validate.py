@@ -118,12 +118,13 @@ def _profiles_dir() -> Path | None:
     spec = importlib.util.find_spec("neuron_backend")
     if spec is None or not spec.submodule_search_locations:
         return None
-    return Path(next(iter(spec.submodule_search_locations))) / "profiles"
+    return Path(next(iter(spec.submodule_search_locations))) / "hardware" / "profiles"
 
 
 def observed_architectures() -> list[str]:
     """The architecture classes real Trainium hardware was observed running
-    (``neuron_backend/profile_sources/observations.json``), read as JSON: locating the package does not import it."""
+    (``neuron_backend/hardware/profile_sources/observations.json``), read as JSON: locating the package does not
+    import it."""
     folder = _profiles_dir()
     try:
         raw = json.loads((folder.parent / "profile_sources" / "observations.json").read_text()) if folder else {}
@@ -142,7 +143,7 @@ def observed(names: Sequence[str]) -> None:
 
 
 def profile_names() -> list[str]:
-    """The shipped op-table profiles, by file name (``neuron_backend/profiles/<name>.json``)."""
+    """The shipped op-table profiles, by file name (``neuron_backend/hardware/profiles/<name>.json``)."""
     folder = _profiles_dir()
     return sorted(p.stem for p in folder.glob("*.json")) if folder else []
 

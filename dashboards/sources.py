@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 _URL = re.compile(r"https?://[^\s<>\"']+")
-# "github.com/OWNER/REPO @ COMMIT: PATH[ and the rest]" (neuron_backend/profiles/*.json, "sources")
+# "github.com/OWNER/REPO @ COMMIT: PATH[ and the rest]" (neuron_backend/hardware/profiles/*.json, "sources")
 _GITHUB = re.compile(r"^(?:https?://)?github\.com/(?P<repo>[\w.-]+/[\w.-]+)\s*@\s*(?P<commit>[0-9a-f]{7,40})"
                      r"(?::\s*(?P<rest>.*))?$", re.S)
 _PLAIN_PATH = re.compile(r"^[\w./-]+$")

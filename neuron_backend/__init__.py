@@ -1,9 +1,10 @@
-"""neuron_backend: a simulated AWS Trainium (Trn2 / Trn3) PyTorch device named ``neuron``, in pure Python.
+"""neuron_backend: a simulated AWS Trainium (Trn2 / Trn3) PyTorch device named ``neuron``: a C++ PrivateUse1 core
+(csrc/: allocator, device guard, one boxed kernel with a decision cache) over a Python hardware model.
 
 What it models: PrivateUse1 registration (``torch.neuron``, ``Tensor.neuron()``, ``device_map="neuron"``); the
 hardware of the active profile (NEURON_PROFILE, default trn2: 8 NeuronCore-v3 and 96 GiB per chip; trn3: 8 NC-v4,
 144 GiB) grouped by the Logical NeuronCore setting (NEURON_LOGICAL_NC_CONFIG) into devices; an explicit op table per
-profile (profiles/*.json) with per-op dtypes; torch-neuronx's eager semantics: ops without a device implementation run
+profile (hardware/profiles/*.json) with per-op dtypes; torch-neuronx's eager semantics: ops without a device implementation run
 on the CPU by default (one warning per op, recorded: fallback_ops(), get_fallback_ops()), a device kernel the profile
 says fails is retried on the CPU (unless TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1), strict mode
 (NEURON_CPU_FALLBACK=0) falls back nothing and raises typed errors (NeuronUnsupportedOpError /
@@ -16,11 +17,10 @@ torch.compile backend (AOT Autograd + core-aten decompositions, op-table check, 
 
 What it does not model: performance, asynchronous execution, collective bandwidth (collectives.py models semantics),
 the real compiler's fusion and precision choices beyond matmul auto-cast, allocator segments and fragmentation, and
-ops' internal numerics other than operand rounding. Data lives in host memory as CPU tensors. Conjugate and
-negative views (``_conj``, ``_neg_view``) are materialized copies on the device: values are right, but a later write
-to the base is not seen through them (numerics.materialize says why). An error met inside a C++ autograd node on
-the engine's device thread (strict mode, CopySlices' new_empty_strided) is raised by the next device op, not at the
-op: raising there aborts the process under PyTorch's Python device guard (deferred.py).
+ops' internal numerics other than operand rounding. Device memory is host memory; device tensors are plain
+``torch.Tensor``s (parameters ``nn.Parameter``s). Conjugate and negative views (``_conj``, ``_neg_view``) are
+materialized copies on the device: values are right, but a later write to the base is not seen through them
+(numerics.materialize says why).
 Transformers: ``device_map="neuron"``, ``.to("neuron")``, generate and training need no hook. ``device_map="auto"``
 does not pick the device, here or on real Trainium: accelerate 1.15.0 ``utils/modeling.py:757 get_max_memory``, which
 ``"auto"`` sizes devices with, counts CUDA, MLU, SDAA, MUSA, NPU, HPU and XPU devices and has no neuron branch (it
@@ -49,6 +49,9 @@ if SIMULATED:
     from neuron_backend import policy as _policy
 
     _factories._check_dtype = lambda op, dtype: _policy.check_device_dtype(f"aten::{op}", dtype)
+    from neuron_backend import tracing as _tracing
+
+    _tracing.install()  # the device's rejections apply while Dynamo and AOT Autograd trace on fake tensors
     from neuron_backend import lazy_dynamo as _lazy_dynamo
 
     _lazy_dynamo.install()  # backend="neuron", known to Dynamo once it is imported

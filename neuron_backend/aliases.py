@@ -1,13 +1,13 @@
 """What an op returns that aliases an input it writes (``out=``, in-place ops), read once per op from its schema.
 
-The device's dispatch returns those inputs themselves, re-syncing wrapper metadata where the op may change it.
+The device's dispatch returns those inputs themselves, re-synced from their host aliases where the op may change them.
 """
 
 from __future__ import annotations
 
 import torch
 
-from neuron_backend.tensor import NeuronTensor, sync_meta, wrap
+from neuron_backend.tensor import sync, wrap
 
 _Tensor = torch.Tensor
 
@@ -15,7 +15,7 @@ _Tensor = torch.Tensor
 WRITE_ALIASES: dict[int, tuple] = {}
 
 # Ops that change the metadata of a tensor they write (set_, resize_, in-place views, ``out=`` that resizes): the
-# wrapper's shape/strides are re-synced from its host data after them (tensor.sync_meta).
+# device tensor takes the shape/strides (and storage, if resized) of its host alias after them (tensor.sync).
 _META_OPS = frozenset({
     "aten::set_", "aten::resize_", "aten::resize_as_", "aten::as_strided_", "aten::transpose_", "aten::t_",
     "aten::squeeze_", "aten::unsqueeze_", "aten::swapaxes_", "aten::swapdims_", "aten::_resize_output_",
@@ -45,45 +45,59 @@ def _write_alias_map(func) -> tuple:
     return found
 
 
-def _synced(func, out):
-    """``out`` (an aliased input, or a tuple of them) with wrapper metadata re-synced where ``func`` may change it."""
+def _host_of(idx, new_args, new_kwargs):
+    if new_args is None:
+        return None
+    if isinstance(idx, str):
+        return new_kwargs.get(idx) if new_kwargs else None
+    return new_args[idx] if idx < len(new_args) else None
+
+
+def _synced(func, out, aliases, new_args, new_kwargs):
+    """``out`` (an aliased input, or a tuple of them) re-synced from its host alias where ``func`` may change it."""
     if _meta_sync.get(id(func)):
-        for o in (out if isinstance(out, (tuple, list)) else (out,)):
-            if type(o) is NeuronTensor:
-                sync_meta(o)
+        for ri, idx in aliases:
+            d = out[ri] if isinstance(out, tuple) else out
+            h = _host_of(idx, new_args, new_kwargs)
+            if isinstance(d, _Tensor) and isinstance(h, _Tensor) and d.device.type == "neuron" and h is not d:
+                sync(d, h)
     return out
 
 
-def wrap_out(func, out, args, kwargs, core):
-    """``out`` as the device returns it: written inputs themselves where the op aliases them, the rest wrapped."""
+def _wrapped(o, core):
+    return wrap(o, core) if o.device.type != "neuron" else o
+
+
+def wrap_out(func, out, args, kwargs, core, new_args=None, new_kwargs=None):
+    """``out`` as the device returns it: written inputs themselves where the op aliases them, the rest wrapped
+    (host results adopted as device tensors; ``new_args``/``new_kwargs``: the host aliases the op ran on)."""
     if type(out) is _Tensor:
         aliases = WRITE_ALIASES.get(id(func))
         if aliases is None:
             aliases = _write_alias_map(func)
         if not aliases:
-            return wrap(out, core)
+            return _wrapped(out, core)
     else:
         aliases = _write_alias_map(func)
     if aliases:
         if len(func._schema.returns) == 1:
             idx = aliases[0][1]
-            return _synced(func, kwargs[idx] if isinstance(idx, str) else args[idx])
+            return _synced(func, kwargs[idx] if isinstance(idx, str) else args[idx], aliases, new_args, new_kwargs)
         out = list(out)
         for ri, idx in aliases:
             out[ri] = kwargs[idx] if isinstance(idx, str) else args[idx]
         for i, o in enumerate(out):
-            if isinstance(o, _Tensor) and type(o) is not NeuronTensor:
-                out[i] = wrap(o, core)
-        return _synced(func, tuple(out))
+            if isinstance(o, _Tensor):
+                out[i] = _wrapped(o, core)
+        return _synced(func, tuple(out), aliases, new_args, new_kwargs)
     t = type(out)
-    if t is _Tensor:
-        return wrap(out, core)
+    if isinstance(out, _Tensor):
+        return _wrapped(out, core)
     if t is tuple or t is list:
         return t(
-            wrap(o, core) if isinstance(o, _Tensor)
-            else (t(wrap(x, core) for x in o) if type(o) in (list, tuple) and o and isinstance(o[0], _Tensor) else o)
+            _wrapped(o, core) if isinstance(o, _Tensor)
+            else (t(_wrapped(x, core) for x in o) if type(o) in (list, tuple) and o and isinstance(o[0], _Tensor)
+                  else o)
             for o in out
         )
-    if isinstance(out, _Tensor):  # a FakeTensor while Dynamo/AOT trace through the device
-        return wrap(out, core)
     return out

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from neuron_backend import dispatch, memory, numerics, policy, tensor
-from neuron_backend.tensor import NeuronTensor, wrap
+from neuron_backend import dispatch, memory, numerics, policy
+from neuron_backend.tensor import _C, host, wrap
 
 # Why this exists: the trn2 profile classes aten::scaled_dot_product_attention composite (torch-neuronx registers no
 # kernel for it; profile source pytorch-dispatcher), so PyTorch's math lowering runs on the device: 38 device ops per
@@ -40,7 +40,7 @@ _LEAVES_OK = (_NATIVE, _MATMUL)
 _PARENTS = {id(aten._unsafe_view.default), id(aten._safe_softmax.default), id(aten.zeros_like.default)}
 _FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 _Tensor = torch.Tensor
-_track = memory.track
+_account = _C.account  # a replayed temporary is device memory until its host storage dies
 
 # structure key -> whether the bmm operands are rounded (the plan is accepted), or None (op by op for this structure)
 _plans: dict[tuple, bool | None] = {}
@@ -60,19 +60,19 @@ class _Run:
 
     def __call__(self, func, *args, **kwargs):
         if self.seen is not None:
-            self.seen.append((func, _key_dtypes(args, kwargs, _Tensor)))
+            self.seen.append((func, _key_dtypes(args, kwargs, _is_host)))
         if func is aten.bmm.default and self.round_bmm:
             out = numerics.matmul(func, args, kwargs)
         else:
             out = func._op(*args, **kwargs)
-        if self.seen is None:
-            _track(None, out, self.core)
+        if self.seen is None and isinstance(out, _Tensor):
+            _account(out, self.core)
         return out
 
     def note(self, func, *args) -> None:
         """A composite the device decomposes: in the sequence, not run itself."""
         if self.seen is not None:
-            self.seen.append((func, _key_dtypes(args, {}, _Tensor)))
+            self.seen.append((func, _key_dtypes(args, {}, _is_host)))
 
     def empty(self, size, dtype: torch.dtype) -> torch.Tensor:
         """A factory on the device (the factory kernel checks the allocation fits, then accounts it)."""
@@ -80,26 +80,34 @@ class _Run:
             memory.check_fits(math.prod(size) * dtype.itemsize, self.core)
         out = torch.empty(size, dtype=dtype)
         if self.seen is None:
-            _track(None, out, self.core)
+            _account(out, self.core)
         return out
 
     def full(self, size, value: float, dtype: torch.dtype) -> torch.Tensor:
         return self(aten.fill_.Scalar, self.empty(size, dtype), value)
 
 
-def _key_dtypes(args, kwargs, kind: type) -> tuple:
+def _is_host(t) -> bool:
+    return isinstance(t, _Tensor)
+
+
+def _is_device(t) -> bool:
+    return isinstance(t, _Tensor) and _C.is_device(t)  # a fake neuron tensor (tracing) is not replayed
+
+
+def _key_dtypes(args, kwargs, kind) -> tuple:
     """The dtypes the device keys its decision on, as dispatch.dispatch collects them: tensor arguments (in lists
     too), tensor keyword arguments, then a requested ``dtype``."""
     out = []
     for a in args:
-        if type(a) is kind:
+        if kind(a):
             out.append(a.dtype)
         elif type(a) is list or type(a) is tuple:
-            out.extend(x.dtype for x in a if type(x) is kind)
+            out.extend(x.dtype for x in a if kind(x))
     for v in kwargs.values():
-        if type(v) is kind:
+        if kind(v):
             out.append(v.dtype)
-        elif (type(v) is list or type(v) is tuple) and v and type(v[0]) is kind:
+        elif (type(v) is list or type(v) is tuple) and v and kind(v[0]):
             out.extend(x.dtype for x in v)
     dt = kwargs.get("dtype")
     if type(dt) is torch.dtype:
@@ -108,8 +116,13 @@ def _key_dtypes(args, kwargs, kind: type) -> tuple:
 
 
 def _view(run: _Run, t, shape):
+    """``reshape`` as ATen runs it on a device tensor: ``view`` when contiguous, else ``_reshape_alias`` with the
+    strides a view would have (aten/src/ATen/native/TensorShape.cpp, reshape_symint: a tensor subclass got ``view``
+    instead, so the wrapper-subclass device saw only views)."""
     try:
-        return run(aten.view.default, t, shape)
+        if t.is_contiguous():
+            return run(aten.view.default, t, shape)
+        return run(aten._reshape_alias.default, t, shape, list(t.view(shape).stride()))
     except RuntimeError as e:  # reshape would copy here: not the sequence this replay knows
         raise _Copy from e
 
@@ -159,9 +172,9 @@ def _lowering(run: _Run, q, k, v, mask, is_causal: bool, scale, gqa: bool):
         v = _repeat_kv(run, v, n)
     attn = _matmul(run, q, run(aten.mul.Scalar, run(aten.transpose.int, k, -2, -1), s))
     if mask is not None:
-        attn = run(aten.add.Tensor, attn, mask)
+        attn = run(aten.add_.Tensor, attn, mask)  # in place on a plain tensor (attention.cpp, math SDPA)
     run.note(aten._safe_softmax.default, attn)
-    out = run(aten.softmax.int, attn, -1)
+    out = run(aten._softmax.default, attn, -1, False)  # softmax.int is composite: the device sees _softmax
     masked = run(aten.eq.Scalar, attn, -math.inf)
     rows = run(aten.all.dim, masked, -1, True)
     run.note(aten.zeros_like.default, out)
@@ -202,15 +215,15 @@ def _structure(q, k, v, mask, dropout_p, is_causal, scale, gqa) -> tuple | None:
     tracing or meta data)."""
     if dropout_p or (scale is not None and scale < 0):
         return None
-    if type(q) is not NeuronTensor or type(k) is not NeuronTensor or type(v) is not NeuronTensor:
+    if not (_is_device(q) and _is_device(k) and _is_device(v)):
         return None
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4 or q.dtype not in _FLOATS or not (q.dtype == k.dtype == v.dtype):
         return None
-    if q._core != k._core or q._core != v._core or type(q._data) is not _Tensor or q._data.is_meta:
+    if q.device != k.device or q.device != v.device:
         return None
     mask_kind = None
     if mask is not None:
-        if type(mask) is not NeuronTensor or mask._core != q._core or mask.dtype not in (torch.bool, q.dtype):
+        if not _is_device(mask) or mask.device != q.device or mask.dtype not in (torch.bool, q.dtype):
             return None
         mask_kind = (mask.dtype, mask.dim())
     repeat = bool(gqa) and q.shape[1] != k.shape[1]
@@ -236,28 +249,24 @@ def sdpa(args, kwargs, by_device: Callable):
             out = by_device(args, kwargs)
         _plans[key] = _vouch(seen, out, q, k, v, mask, is_causal, scale, key[3])
         return out
-    m = mask._data if mask is not None else None
-    try:
-        host = _lowering(_Run(q._core, plan), q._data, k._data, v._data, m, is_causal, scale, key[3])
-    except _Copy:
+    m = host(mask) if mask is not None else None
+    core = q.device.index
+    # The accepted plan runs in C++ (csrc/replay.cpp replay_sdpa: the same ops as _lowering, in the same order).
+    out = _C.replay_sdpa(host(q), host(k), host(v), m, bool(is_causal), scale, key[3], bool(plan), core)
+    if out is None:  # a reshape would copy here
         return by_device(args, kwargs)
-    return wrap(host, q._core)
+    return wrap(out, core)
 
 
 @contextlib.contextmanager
 def recording(into: list) -> Iterator[None]:
-    """Record (op, dtypes of its decision key) of every op that reaches the device's ``__torch_dispatch__``."""
-    inner = tensor._DISPATCH
-
+    """Record (op, dtypes of its decision key) of every op that reaches the device's kernel (the C++ fast path is
+    off meanwhile, so every op passes through dispatch.dispatch)."""
     def recorder(func, args, kwargs):
-        into.append((func, _key_dtypes(args, kwargs or {}, NeuronTensor)))
-        return inner(func, args, kwargs)
+        into.append((func, _key_dtypes(args, kwargs or {}, _is_device)))
 
-    tensor.set_dispatch(recorder)
-    try:
+    with dispatch.observing(recorder):
         yield
-    finally:
-        tensor.set_dispatch(inner)
 
 
 def _vouch(seen: list, out, q, k, v, mask, is_causal, scale, repeat) -> bool | None:
@@ -269,12 +278,13 @@ def _vouch(seen: list, out, q, k, v, mask, is_causal, scale, repeat) -> bool | N
         return None
     round_bmm = any(f is aten.bmm.default and d == _MATMUL for (f, _), d in zip(seen, decisions, strict=True))
     replayed: list = []
-    m = mask._data if mask is not None else None
+    m = host(mask) if mask is not None else None
     try:
-        host = _lowering(_Run(q._core, round_bmm, replayed), q._data, k._data, v._data, m, is_causal, scale, repeat)
+        result = _lowering(_Run(q.device.index, round_bmm, replayed), host(q), host(k), host(v), m, is_causal, scale,
+                           repeat)
     except _Copy:
         return None
-    if replayed != seen or type(out) is not NeuronTensor or not torch.equal(host, out._data):
+    if replayed != seen or not _is_device(out) or not torch.equal(result, host(out)):
         return None
     return round_bmm
 

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import torch
 
+from neuron_backend.tensor import _C, host
+
 _F64, _F32, _I64, _I32 = torch.float64, torch.float32, torch.int64, torch.int32
 _C128, _C64 = torch.complex128, torch.complex64
 COMPLEX = frozenset({torch.complex32, torch.complex64, torch.complex128})
@@ -49,7 +51,7 @@ VALUE_PRESERVING = frozenset({
 })
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 # data_ptr of host storages that may hold int64 values outside int32 (see note_entry) -> C-level weak reference to the
-# storage; usually empty. Dead entries are pruned by memory.py's sweeps (prune_wide).
+# storage; usually empty. Dead entries are pruned when an entry is added or an int64 op runs (prune_wide).
 _wide: dict[int, int] = {}
 _expired = torch.UntypedStorage._expired
 _free_ref = torch.UntypedStorage._free_weak_ref
@@ -102,14 +104,17 @@ def _wrap_i64(t: torch.Tensor) -> torch.Tensor:
 def note_entry(t: torch.Tensor) -> None:
     """Host data entering the device other than as an op result (copy from the host, dtype conversion, fallback
     result): remember its storage if it holds int64 values outside int32, so ops wrap it as an input."""
-    if t.dtype is _I64 and type(t) is torch.Tensor and not t.is_meta and t.numel() and _I64 in _cast:
-        lo, hi = torch.aminmax(t)
+    if t.dtype is _I64 and isinstance(t, torch.Tensor) and not t.is_meta and t.numel() and _I64 in _cast:
+        # The values are read on a host alias (no device op is recorded); the device storage is what is remembered.
+        lo, hi = torch.aminmax(host(t) if t.device.type == "neuron" else t)
         if lo.item() < _I32_MIN or hi.item() > _I32_MAX:
+            prune_wide()
             storage = t.untyped_storage()
             old = _wide.pop(storage.data_ptr(), None)
             if old is not None:
                 _free_ref(old)
             _wide[storage.data_ptr()] = storage._weak_ref()
+            _C.set_wide(True)  # the C++ fast path leaves int64 ops to _run_cast while any storage is wide
 
 
 def _is_wide(t: torch.Tensor) -> bool:
@@ -123,6 +128,7 @@ def prune_wide() -> None:
     """Forget the wide storages that have died."""
     for ptr in [p for p, ref in _wide.items() if _expired(ref)]:
         _free_ref(_wide.pop(ptr))
+    _C.set_wide(bool(_wide))
 
 
 def output_wraps(func) -> bool:

@@ -1,5 +1,5 @@
 """The ``neuron`` torch.distributed backend of the simulated device: ``ProcessGroupNeuron``, one rank per process on
-one host, and its registration (ops on device tensors: collective_ops.py; the real backend's tables: collective_table.py).
+one host, and its registration (ops on device tensors: collective_ops.py; the real backend's tables: hardware/collective_table.py).
 
 It models semantics, not bandwidth: data moves between ranks through a gloo group on the host copies of the device
 tensors (``NeuronTensor._data``), and every collective has completed when its call returns (one timeline, as in the
@@ -38,16 +38,15 @@ from torch._C._distributed_c10d import (
 )
 
 from neuron_backend import collective_ops, device_module
-from neuron_backend.collective_ops import executed_collectives, reset_executed_collectives
-from neuron_backend.collective_table import (
+from neuron_backend.collective_ops import executed_collectives, reset_executed_collectives, unsupported
+from neuron_backend.config import CONFIG
+from neuron_backend.errors import NeuronUnsupportedCollectiveError
+from neuron_backend.hardware.collective_table import (
     NATIVE_COLLECTIVES,
     REDUCE_OPS,
     SOURCE,
     UNSUPPORTED_COLLECTIVES,
-    NeuronUnsupportedCollectiveError,
-    unsupported,
 )
-from neuron_backend.config import CONFIG
 
 BACKEND = "neuron"
 _state: dict[str, Any] = {"registered": False, "core_bound": False}

@@ -53,9 +53,11 @@ GraphOp = tuple[str, str, tuple[torch.dtype, ...], tuple[tuple[int, ...], ...]]
 
 @functools.cache
 def package_digest() -> str:
-    """sha256 of this package's Python source and profile tables: another device build is another entry."""
+    """sha256 of this package's Python and C++ source and profile tables: another device build is another entry."""
     h = hashlib.sha256()
-    for path in sorted([*_PACKAGE.glob("*.py"), *(_PACKAGE / "profiles").glob("*.json")]):
+    csrc = _PACKAGE / "csrc"
+    for path in sorted([*_PACKAGE.glob("*.py"), *(_PACKAGE / "hardware").rglob("*.py"),
+                        *(_PACKAGE / "hardware" / "profiles").glob("*.json"), *csrc.glob("*.cpp"), *csrc.glob("*.h")]):
         h.update(f"{path.relative_to(_PACKAGE)}\0".encode())
         h.update(path.read_bytes())
     return h.hexdigest()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from neuron_backend import profiles
+from neuron_backend.hardware import profiles
 
 GIB = 1 << 30
 _ENV_VARS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html (2026-10-14)"
@@ -19,7 +19,7 @@ _SRC_DOC = ("docs/environment_variables.md in parmoham-aws/test-repo-parmoham @ 
 # name -> (default, meaning); the table is the documentation (also rendered in docs/ARCHITECTURE.md). An empty
 # default means "from the active profile".
 ENVIRONMENT: dict[str, tuple[str, str]] = {
-    "NEURON_PROFILE": ("trn2", "op table and hardware: trn2 (default), trn3, ... (see neuron_backend/profiles/)"),
+    "NEURON_PROFILE": ("trn2", "op table and hardware: trn2 (default), trn3, ... (see neuron_backend/hardware/profiles/)"),
     "NEURON_SWITCHES": ("", "the profile's decision switches set to another option, ID=OPTION[,ID=OPTION] (e.g. "
                             "grouped_mm_preconditions=not_enforced); default: every switch at the profile's default "
                             "(neuron_backend.switches() lists them with their sources)"),
@@ -83,6 +83,21 @@ class Config:
     skip_op_preconditions: bool
     autocast_matmul: bool
     cpu_ops: frozenset[str] = frozenset()  # NEURON_CPU_OPS: harness-only, ops forced onto the CPU fallback
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name in ("cores", "memory_per_core") and "cores" in self.__dict__ and "memory_per_core" in self.__dict__:
+            for fn in _LISTENERS:
+                fn(self)
+
+
+# Called with the Config whenever its device count or capacity changes (memory.py: the C++ allocator's limits).
+_LISTENERS: list = []
+
+
+def on_hardware_change(fn) -> None:
+    """Call ``fn(config)`` whenever ``cores`` or ``memory_per_core`` is set."""
+    _LISTENERS.append(fn)
 
 
 def hardware_defaults(profile: profiles.Profile, lnc: int) -> tuple[int, int]:

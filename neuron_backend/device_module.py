@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import memory, profiles
+from neuron_backend import memory
 from neuron_backend.config import CONFIG
-
-_current = 0
+from neuron_backend.hardware import profiles
+from neuron_backend.tensor import _C
 
 
 def _index(device: int | str | torch.device | None) -> int:
     if device is None:
-        return _current
+        return _C.current()
     if isinstance(device, int):
         idx = device
     else:
         d = torch.device(device)
         if d.type != "neuron":
             raise ValueError(f"expected a neuron device, got {d}")
-        idx = _current if d.index is None else d.index
+        idx = _C.current() if d.index is None else d.index
     if not 0 <= idx < CONFIG.cores:
         raise RuntimeError(f"invalid device ordinal neuron:{idx}: this machine has {CONFIG.cores} NeuronCores")
     return idx
@@ -49,12 +49,11 @@ def device_count() -> int:
 
 
 def current_device() -> int:
-    return _current
+    return _C.current()  # the C++ guard's current core (also what torch.accelerator and the autograd engine set)
 
 
 def set_device(device: int | str | torch.device) -> None:
-    global _current
-    _current = _index(device)
+    _C.set_current(_index(device))
 
 
 def synchronize(device: int | str | torch.device | None = None) -> None:
@@ -165,10 +164,10 @@ class device:  # noqa: N801 - mirrors torch.cuda.device
 
     def __init__(self, idx: int | str | torch.device) -> None:
         self.idx = _index(idx)
-        self.prev = _current
+        self.prev = _C.current()
 
     def __enter__(self) -> None:
-        self.prev = _current
+        self.prev = _C.current()
         set_device(self.idx)
 
     def __exit__(self, *exc) -> None:

@@ -1,4 +1,4 @@
-"""Typed errors of the simulated device: unsupported op, unsupported dtype (MPS-style messages).
+"""Typed errors of the simulated device: unsupported op, unsupported dtype, kernel failure, collective (MPS-style).
 
 The harness maps NeuronUnsupportedOpError to status unsupported_op and NeuronUnsupportedDtypeError to unsupported_dtype.
 """
@@ -48,3 +48,10 @@ class NeuronKernelError(NeuronUnsupportedOpError):
     unless the real device raises before any fallback, or TORCH_NEURONX_FALLBACK_ONLY_FOR_UNIMPLEMENTED_OPS=1)."""
 
     kind = "kernel"
+
+
+class NeuronUnsupportedCollectiveError(NeuronUnsupportedOpError, NotImplementedError):
+    """A collective the real ProcessGroupNeuron does not implement (the real one raises NotImplementedError)."""
+
+    def _message(self) -> str:
+        return f"The collective '{self.op}' is not implemented by the neuron process group ({self.reason})."

@@ -1,6 +1,6 @@
 """PrivateUse1 kernels for the ops that carry only ``device=neuron`` (no device tensor to dispatch on).
 
-Each runs its CPU kernel and wraps the result; the empty allocators check device memory before allocating.
+Each runs its CPU kernel and adopts the result as device memory; ``empty``/``empty_strided`` are the C++ core's.
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ import torch
 
 from neuron_backend import autocast, memory
 from neuron_backend.numerics import int64_wrap
-from neuron_backend.tensor import NeuronTensor, wrap
+from neuron_backend.tensor import _C, wrap
+from neuron_backend.tensor import to_host as host
 
 _CPU = torch.device("cpu")
 
 # Composite factories (zeros, full, rand...) reach these through empty + an in-place fill on the device tensor;
 # the ones below would otherwise write through an ``out=`` resize that a wrapper's metadata cannot follow.
 FACTORY_OPS = (
-    "empty.memory_format",
-    "empty_strided",
     "arange",
     "arange.start",
     "arange.start_step",
@@ -82,22 +81,25 @@ def _make_kernel(op: torch._ops.OpOverload):
             memory.check_fits(_nbytes_strided(args[0], args[1], dtype or torch.get_default_dtype()), core)
         out = op(*args, **kwargs)
         if autocast.casts_int64():
+            result = wrap(out, core)
             if not uninitialised:  # an empty tensor's garbage is overwritten before any op reads it
-                autocast.note_entry(out)
-            return wrap(out, core)
+                autocast.note_entry(result)
+            return result
         return wrap(int64_wrap(out), core)
 
     return kernel
 
 
 def _copy_from(self: torch.Tensor, dst: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
-    src = self._data if type(self) is NeuronTensor else self
-    if type(dst) is NeuronTensor:
-        if type(self) is not NeuronTensor and not autocast.casts_int64():
+    from_device = self.device.type == "neuron"
+    src = host(self) if from_device else self
+    if dst.device.type == "neuron":
+        if not from_device and not autocast.casts_int64():
             src = int64_wrap(src)  # a profile without int64 autocast stores int64 values as int32
-        dst._data.copy_(src)
-        if type(self) is not NeuronTensor:
-            autocast.note_entry(dst._data)  # host int64 values outside int32 are wrapped when an op reads them
+        host(dst).copy_(src)
+        _C.touch(dst)  # written outside an op the C++ kernel sees (its bf16 operand cache checks this)
+        if not from_device:
+            autocast.note_entry(dst)  # host int64 values outside int32 are wrapped when an op reads them
     else:
         dst.copy_(src)
     return dst

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import torch
 
-from neuron_backend import attention, dispatch
+from neuron_backend import attention
+from neuron_backend.tensor import _C
 
 aten = torch.ops.aten
-FUSED_OPS = (aten.linear.default, aten.scaled_dot_product_attention.default)
+# aten::linear's fused kernel is the C++ core's (csrc/kernels.cpp, fused_linear); SDPA's stays here (attention.py's replay).
+FUSED_OPS = (aten.scaled_dot_product_attention.default,)
+# Every key below autograd and ADInplaceOrView (Python for fake tensors while tracing, the backend).
+_BELOW_AUTOGRAD = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.ADInplaceOrView)
 
 _LIB: torch.library.Library | None = None
 
@@ -24,7 +28,13 @@ def _needs_grad(args) -> bool:
 
 def _by_device(func):
     def run(args, kwargs):
-        return dispatch.dispatch(func, args, kwargs)
+        # The device's kernel for the op (csrc/decisions.cpp; register() routes these composites to it): decided and run
+        # as one device op, natively in C++ where the decision allows. Fake tensors (tracing) reach their mode.
+        keys = torch._C._dispatch_keys(args[0])
+        for a in args[1:]:
+            if isinstance(a, torch.Tensor):
+                keys = keys | torch._C._dispatch_keys(a)
+        return func.redispatch(keys & _BELOW_AUTOGRAD, *args, **kwargs)
 
     return run
 
@@ -55,4 +65,5 @@ def register() -> None:
     lib = torch.library.Library("aten", "IMPL")
     for func in FUSED_OPS:
         lib.impl(func._schema.name.removeprefix("aten::"), _kernel(func), "AutogradPrivateUse1")
+    _C.cover([func.name() for func in (aten.linear.default, *FUSED_OPS)])
     _LIB = lib

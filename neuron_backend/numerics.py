@@ -1,6 +1,7 @@
 """Compiler-style numerics: float32 matmuls run with bfloat16 inputs and float32 accumulation; int64 wraps to int32.
 
-Mirrors neuronx-cc's default ``--auto-cast matmult`` (bf16) and its 64-bit-to-32-bit integer lowering.
+Mirrors neuronx-cc's default ``--auto-cast matmult`` (bf16) and its 64-bit-to-32-bit integer lowering; which ops
+are auto-cast is the hardware model's table (hardware/matmul_autocast.py).
 """
 
 from __future__ import annotations
@@ -8,30 +9,12 @@ from __future__ import annotations
 import torch
 
 from neuron_backend.config import CONFIG
+from neuron_backend.hardware.matmul_autocast import MATMUL_OPERANDS
 
 aten = torch.ops.aten
 _F32 = torch.float32
 _I64 = torch.int64
 _I32 = torch.int32
-
-# The matrix-multiply family that the Neuron compiler auto-casts (TensorEngine ops); positions of the operands.
-MATMUL_OPERANDS: dict[str, tuple[int, ...]] = {
-    "aten::mm": (0, 1),
-    "aten::bmm": (0, 1),
-    "aten::addmm": (1, 2),
-    "aten::baddbmm": (1, 2),
-    "aten::addbmm": (1, 2),
-    "aten::matmul": (0, 1),
-    "aten::linear": (0, 1),
-    # fused attention: Q, K and V enter the TensorEngine as bf16; softmax and accumulation stay fp32
-    "aten::scaled_dot_product_attention": (0, 1, 2),
-    "aten::convolution": (0, 1),
-    "aten::_convolution": (0, 1),
-    "aten::dot": (0, 1),
-    "aten::vdot": (0, 1),
-    "aten::mv": (0, 1),
-    "aten::addmv": (1, 2),
-}
 
 
 def policy() -> str:

@@ -9,10 +9,11 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
-from neuron_backend import errors, profiles
+from neuron_backend import errors
 from neuron_backend.config import CONFIG
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
-from neuron_backend.numerics import MATMUL_OPERANDS
+from neuron_backend.hardware import profiles
+from neuron_backend.hardware.matmul_autocast import MATMUL_OPERANDS
 from neuron_backend.stats import dtype_name
 
 NATIVE, MATMUL, INT64_OP, DECOMPOSE, FALLBACK, UNSUPPORTED, COMPOSITE, MATERIALIZE, KERNEL_FAIL = range(9)

@@ -1,6 +1,7 @@
-"""Makes ``neuron`` a PyTorch device via PrivateUse1: backend rename, device module, hooks, device guard, methods.
+"""Makes ``neuron`` a PyTorch device via PrivateUse1: backend rename, device module, hooks, the C++ core, methods.
 
-Idempotent; never shadows a real torch-neuronx (then the simulation stays unregistered and SIMULATED is False).
+Idempotent; never shadows a real torch-neuronx (then the simulation stays unregistered, its C++ core unloaded, and
+SIMULATED is False).
 """
 
 from __future__ import annotations
@@ -11,52 +12,13 @@ import sys
 
 import torch
 
-from neuron_backend import device_module, factories, teardown
-
 NAME = "neuron"
 
 
-class _Hooks(torch._C._acc.PrivateUse1Hooks):
-    """What PyTorch asks a C++ backend (is it built/available, does a core have a context)."""
-
-    def is_available(self) -> bool:
-        return True
-
-    def has_primary_context(self, dev_id: int) -> bool:
-        return True
-
-    def is_built(self) -> bool:
-        return True
-
-
-class _Guard(torch._C._acc.DeviceGuard):
-    """Device guard: without one, autograd's engine and ``.to()`` cannot switch to a PrivateUse1 device.
-
-    Only ``type_`` can be answered from Python. torch's ``PythonDeviceGuard`` (torch/csrc/acc/Module.cpp in
-    pytorch/pytorch @ 09a38b634eb32f57e736678d5d1e40ca662d7303, same in @ e450649e652006591a919877379455c66385d4f9)
-    binds ``type_`` alone and answers the rest in C++: ``deviceCount()`` returns 1, ``getDevice()`` /
-    ``exchangeDevice()`` index 0, ``setDevice`` / ``uncheckedSetDevice`` do nothing. Python methods named for them
-    (device_count, current_device, set_device, deviceCount, ...) are never called (checked on the installed torch
-    2.13.0, git cf30153c4c131c8164ee7798e5022d810682e2cb). So the autograd engine starts one device thread and
-    queue, and backward on ``neuron:N``, N > 0, fails its ``device_ready_queues_`` assert: register() turns autograd
-    multithreading off for that reason (``_single_threaded_backward``). ``type_`` is also called from ``noexcept``
-    paths (exchangeStream; deferred.py): it must never raise.
-    """
-
-    def type_(self):
-        return torch._C._autograd.DeviceType.PrivateUse1
-
-
 def _single_threaded_backward() -> None:
-    """Run backward in the calling thread (autograd's CPU ready queue) instead of the engine's device threads.
-
-    The engine routes a node on ``neuron:N`` to device queue N unless multithreading is off for the calling thread
-    (torch/csrc/autograd/engine.cpp, ``Engine::ready_queue``), and it has one device queue (see _Guard). Off, every
-    core's backward runs in the caller, as collectives.py already does for each rank; gradients are the same and land
-    on their core. The setting is per thread: this covers the thread that imports neuron_backend (where training
-    runs); another thread that calls backward on ``neuron:N``, N > 0, needs
-    ``torch.autograd.set_multithreading_enabled(False)`` itself.
-    """
+    """Run backward in the calling thread (autograd's CPU ready queue) instead of the engine's device threads, as
+    before the C++ core: every core's backward runs in the caller, as collectives.py does for each rank. The C++
+    guard (csrc/guard.cpp) reports every core, so another thread's backward on any core works as well."""
     torch.autograd.set_multithreading_enabled(False)
 
 
@@ -88,7 +50,8 @@ def real_neuron_present() -> str | None:
     current = torch._C._get_privateuse1_backend_name()
     if current not in ("privateuseone", NAME):
         return f"PrivateUse1 is already registered as '{current}'"
-    if current == NAME and getattr(torch, NAME, None) is not None and torch.neuron is not device_module:
+    ours = sys.modules.get("neuron_backend.device_module")
+    if current == NAME and getattr(torch, NAME, None) is not None and torch.neuron is not ours:
         return "another package already registered the 'neuron' device module"
     return None
 
@@ -104,6 +67,9 @@ def register() -> bool:
     if reason is not None:
         _state["reason"] = reason
         return False
+    # Imported only now: loading the C++ core registers its PrivateUse1 kernels, which a real backend owns.
+    from neuron_backend import device_module, factories, teardown
+
     if torch._C._get_privateuse1_backend_name() != NAME:
         torch.utils.rename_privateuse1_backend(NAME)
     torch._register_device_module(NAME, device_module)
@@ -112,11 +78,12 @@ def register() -> bool:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=False
         )
-    torch._C._acc.register_python_privateuseone_hook(_Hooks())
-    torch._C._acc.register_python_privateuseone_device_guard(_Guard())
+    # The device guard and the PrivateUse1 hooks are the C++ core's (csrc/guard.cpp), registered when it loads.
     _single_threaded_backward()
     factories.register()
     _register_pinning()
+    _register_shallow_copy()
+    _register_serialization()
     teardown.register()
     _state["registered"] = True
     return True
@@ -143,6 +110,39 @@ def _register_pinning() -> None:
     lib = torch.library.Library("aten", "IMPL")  # a CPU kernel in front of the composite one
     lib.impl("_pin_memory", _pin_memory, "CPU")
     _libs.append(lib)
+
+
+def _compatible_shallow_copy_type(self: torch.Tensor, other: torch.Tensor) -> bool:
+    """Host and device tensors are both dense strided tensors: ``param.data = device_tensor`` may swap one for the
+    other, as between CPU and CUDA. c10's TensorImpl::has_compatible_shallow_copy_type lists the dense backends CPU,
+    CUDA, MPS, HIP, XPU, HPU and MTIA but not PrivateUse1 (c10/core/TensorImpl.h, torch 2.13.0), so without this
+    ``Module.to("neuron")`` gives every module a new Parameter and tied weights come apart (Module._apply's
+    compute_should_use_set_data asks this op)."""
+    dense = (torch.device("cpu").type, NAME)
+    return (self.layout == torch.strided and other.layout == torch.strided and self.device.type in dense
+            and other.device.type in dense)
+
+
+def _register_shallow_copy() -> None:
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("_has_compatible_shallow_copy_type", _compatible_shallow_copy_type, "AutogradPrivateUse1")
+    _libs.append(lib)
+
+
+def _host_tag(storage) -> str | None:
+    return "cpu" if storage.device.type == NAME else None
+
+
+def _no_restore(obj, location):
+    return None  # "cpu" locations are restored by torch's own CPU entry
+
+
+def _register_serialization() -> None:
+    """A device tensor is saved as its host copy and loads on the CPU (as with map_location="cpu" on a real device),
+    so weights_only loading needs no device at load time: the same as the wrapper subclass pickled before the C++
+    core. torch.save writes a non-CPU storage's bytes from its host copy (torch/serialization.py ``_save``); this
+    tagger, ahead of PyTorch's (priority 10 is the CPU's, the PrivateUse1 tag comes later), labels it "cpu"."""
+    torch.serialization.register_package(9, _host_tag, _no_restore)
 
 
 def reason_not_registered() -> str | None:

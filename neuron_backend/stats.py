@@ -91,8 +91,17 @@ def record_host_sync() -> None:
     _host_syncs[0] += 1
 
 
+# Counters kept elsewhere (the C++ core counts the .item() reads it serves itself), added to the Python one.
+_host_sync_sources: list = []
+
+
+def add_host_sync_source(fn) -> None:
+    """Count ``fn()`` among the host syncs as well."""
+    _host_sync_sources.append(fn)
+
+
 def host_syncs() -> int:
-    return _host_syncs[0]
+    return _host_syncs[0] + sum(fn() for fn in _host_sync_sources)
 
 
 def compile_stats() -> dict[str, int]:

@@ -22,7 +22,7 @@ import atexit
 
 import torch
 
-from neuron_backend import deferred, device_module, memory
+from neuron_backend import device_module, memory
 
 # Sentinel tensors live until the process ends: freeing them would itself run Python-owned deleters on the way out.
 _KEEP: list[torch.Tensor] = []
@@ -30,8 +30,8 @@ _registered: list[bool] = []
 
 
 def drain_device_threads(cores: int, device: str = "neuron") -> int:
-    """Run one sentinel backward on each core's engine thread; returns how many ran. Stops at the first core whose
-    engine thread does not exist (the engine starts as many as the device guard reports: one, registration.py)."""
+    """Run one sentinel backward on each core's engine thread; returns how many ran. Stops at the first core that
+    does not exist (the engine starts one thread per core the C++ device guard reports)."""
     with torch.autograd.set_multithreading_enabled(True):  # reach the engine's threads, not the calling thread
         return _drain(cores, device)
 
@@ -39,22 +39,21 @@ def drain_device_threads(cores: int, device: str = "neuron") -> int:
 def _drain(cores: int, device: str) -> int:
     drained = 0
     for index in range(cores):
-        leaf = torch.ones(1, device=f"{device}:{index}", requires_grad=True)
-        out = leaf * 1.0
-        seed = torch.ones_like(out)
-        _KEEP.extend((leaf, out, seed))
         try:
+            leaf = torch.ones(1, device=f"{device}:{index}", requires_grad=True)
+            out = leaf * 1.0
+            seed = torch.ones_like(out)
+            _KEEP.extend((leaf, out, seed))
             # The engine's own entry point, not torch.autograd.backward: that one stashes the context this avoids.
             torch.autograd.Variable._execution_engine.run_backward(
                 (out,), (seed,), False, False, (), allow_unreachable=True, accumulate_grad=True)
-        except RuntimeError:
+        except RuntimeError:  # past the last core (or its engine thread)
             break
         drained += 1
     return drained
 
 
 def _at_exit() -> None:
-    deferred.clear()  # a held error belongs to a check; at exit nobody is left to receive it
     if not memory.used():  # never used (every process that imports torch autoloads the device): nothing to drain,
         return  # and the drain's own device ops would import torch.distributed.tensor (~0.5 s idle) at exit
     try:

@@ -38,6 +38,8 @@ def test_tolist_and_item_read_the_host_values(dev):
 
 
 def test_numpy_refuses_like_cuda(dev):
-    with pytest.raises(TypeError, match="can't convert neuron device type tensor to numpy"):
+    # PyTorch's own message names the device as for CUDA ("can't convert cuda:0 device type tensor to numpy",
+    # torch/csrc/utils/tensor_numpy.cpp): the device index is part of it.
+    with pytest.raises(TypeError, match="can't convert neuron:0 device type tensor to numpy"):
         torch.ones(2).to(dev).numpy()
     assert torch.ones(2).to(dev).cpu().numpy().tolist() == [1.0, 1.0]

@@ -83,7 +83,7 @@ def test_lazy_conjugate_and_negative_views_carry_their_values_on_the_device(dev,
     neuron_backend.set_cpu_fallback(True)
     x = torch.tensor([1.5, -2.0, 3.25])
     neg = torch._neg_view(x.to(dev))  # native view: the device returns it materialized
-    assert not neg._data.is_neg()
+    assert not neg.is_neg()  # the device tensor is its data: it holds the values, no lazy negative bit
     assert torch.equal((neg + 0).cpu(), -x)
     c = torch.view_as_complex(torch.tensor([[1.0, 2.0], [3.0, -4.0]]))
     with warnings.catch_warnings():
@@ -134,8 +134,8 @@ neuron_backend.set_strict(True)
 x = torch.ones(4, 4).to("neuron").requires_grad_()
 y = x * 2
 y[0:2] += 1  # an in-place op on a view: its backward is autograd's C++ CopySlices node
-y.sum().backward()  # CopySlices calls new_empty_strided, which trn2 runs on the CPU: refused in strict mode
 try:
+    y.sum().backward()  # CopySlices calls new_empty_strided, which trn2 runs on the CPU: refused in strict mode
     x.grad.cpu()
 except neuron_backend.NeuronUnsupportedOpError as exc:
     print("raised", exc.op, "CopySlices" in " ".join(getattr(exc, "__notes__", [])))
@@ -144,8 +144,9 @@ except neuron_backend.NeuronUnsupportedOpError as exc:
 
 def test_strict_error_inside_a_cpp_backward_node_is_raised_not_an_abort():
     # Raised inside the C++ node, the error aborted the process (PyTorch's Python device guard calls into Python
-    # from a noexcept destructor while unwinding; neuron_backend/deferred.py). It must reach the caller, typed and
-    # naming the op. In a subprocess, so a regression fails this test instead of killing the suite.
+    # from a noexcept destructor while unwinding). It must reach the caller, typed, naming the op and the node. The
+    # C++ core's guard (csrc/) runs no Python there, so backward raises it at the op, as the real backend does.
+    # In a subprocess, so a regression fails this test instead of killing the suite.
     # Six copies at once: exiting right after such a backward also aborted ~1 run in 7 (in Py_FinalizeEx, the
     # engine's device thread releasing Python state; neuron_backend/teardown.py), more often on a busy machine.
     # Six concurrent runs met it with probability ~60% before the fix; a failure shows which copy and its stderr.
@@ -171,8 +172,8 @@ def failing_cumsum(monkeypatch):
     """The active profile with a known issue saying aten::cumsum's device kernel fails at execution."""
     import dataclasses
 
-    from neuron_backend import profiles
     from neuron_backend.config import CONFIG
+    from neuron_backend.hardware import profiles
 
     issue = profiles.KnownIssue(op="aten::cumsum", reason="test: the kernel fails", source="this test")
     patched = dataclasses.replace(profiles.load(CONFIG.profile), kernel_failures={"aten::cumsum": issue})

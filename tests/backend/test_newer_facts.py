@@ -7,8 +7,9 @@ import pytest
 import torch
 
 import neuron_backend
-from neuron_backend import attention, observations
+from neuron_backend import attention
 from neuron_backend.errors import NeuronUnsupportedDtypeError, NeuronUnsupportedOpError
+from neuron_backend.hardware import observations
 
 
 def _compiled(fn):

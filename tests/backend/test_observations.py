@@ -1,4 +1,4 @@
-"""Tests of neuron_backend.observations: the shipped real-hardware evidence loads, cites only what it defines,
+"""Tests of neuron_backend.hardware.observations: the shipped real-hardware evidence loads, cites only what it defines,
 agrees with the test configs, and malformed files fail loudly."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from neuron_backend import observations as obsmod
-from neuron_backend.observations import EvidenceError, load
+from neuron_backend.hardware import observations as obsmod
+from neuron_backend.hardware.observations import EvidenceError, load
 from worker.catalog.corpus_models import CORPUS_DIR
 
 CONFIGS = CORPUS_DIR  # the cited config corpus, shipped as product data (issue 33)

@@ -17,7 +17,8 @@ from torch.testing._internal.opinfo import core as opinfo_core
 from torch.utils._pytree import tree_map
 
 import neuron_backend
-from neuron_backend import NeuronUnsupportedOpError, policy, profiles
+from neuron_backend import NeuronUnsupportedOpError, policy
+from neuron_backend.hardware import profiles
 from neuron_backend.stats import dtype_name
 
 # Families whose sample generation alone costs seconds or which need sparse/complex inputs the drive does not build.

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from neuron_backend import policy, profiles
-from neuron_backend.profile_sources import build, extract
+from neuron_backend import policy
+from neuron_backend.hardware import profiles
+from neuron_backend.hardware.profile_sources import build, extract
 
 GIB = 1 << 30
 MIRROR = Path(extract.DEFAULT_MIRROR)
@@ -24,7 +25,7 @@ def test_shipped_profiles_are_exactly_the_generated_ones():
     generated = build.build()
     for name in profiles.available():
         shipped = json.loads((profiles.PROFILE_DIR / f"{name}.json").read_text())
-        # Regenerating (python -m neuron_backend.profile_sources.build) must reproduce the committed file.
+        # Regenerating (python -m neuron_backend.hardware.profile_sources.build) must reproduce the committed file.
         assert shipped == json.loads(json.dumps(generated[name])), f"{name}.json is stale: regenerate it"
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import neuron_backend
-from neuron_backend import profiles
+from neuron_backend.hardware import profiles
 
 
 @pytest.fixture(autouse=True)

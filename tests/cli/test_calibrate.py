@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from cli.calibrate import NOTES_PATH, load_notes, real_configs
 from cli.console import console
-from neuron_backend import observations
+from neuron_backend.hardware import observations
 
 runner = CliRunner()
 

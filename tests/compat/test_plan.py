@@ -22,7 +22,7 @@ from compat.plan import (
 from worker.catalog.corpus_models import CORPUS_DIR
 
 GIB = 1024**3
-# Trn2 as the shipped trn2 profile states it (neuron_backend/profiles/trn2.json "hardware": 8 NeuronCore-v3, 96 GiB
+# Trn2 as the shipped trn2 profile states it (neuron_backend/hardware/profiles/trn2.json "hardware": 8 NeuronCore-v3, 96 GiB
 # per chip, LNC=2 by default; its sources cite the AWS docs).
 TRN2_LNC2 = PlanHardware(profile="trn2", generation="Trn2", cores_per_chip=8, hbm_per_chip_bytes=96 * GIB, lnc=2)
 TRN2_LNC1 = PlanHardware(profile="trn2", generation="Trn2", cores_per_chip=8, hbm_per_chip_bytes=96 * GIB, lnc=1)

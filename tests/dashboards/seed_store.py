@@ -142,7 +142,7 @@ def seed_sweep(store, now: datetime | None = None) -> dict[str, str]:  # noqa: A
 def _decisions() -> list[DecisionEffect]:
     """The latest neuron run's measured decisions, with the real trn2 profile's switch subjects and sources (their
     free-text refs, one with a note after its URL, as the overview must render them)."""
-    profile = json.loads((REPO / "neuron_backend" / "profiles" / "trn2.json").read_text())
+    profile = json.loads((REPO / "neuron_backend" / "hardware" / "profiles" / "trn2.json").read_text())
     refs = {k: v["ref"] for k, v in profile["sources"].items()}
     by_id = {sw["id"]: sw for sw in profile["switches"]}
     moe = {"MixtralForCausalLM": "failing", "Qwen2MoeForCausalLM": "failing"}

@@ -15,7 +15,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 
 from compat.plan import DEFAULT_BATCH, DEFAULT_TOKENS, Plan, PlanHardware, plan_model
 from neuron_backend import config as neuron_config
-from neuron_backend import profiles
+from neuron_backend.hardware import profiles
 
 # Keys a config class must not see: remote-code pointers and quantization (the plan counts at the config's dtype).
 DROPPED_KEYS = ("auto_map", "quantization_config")

@@ -1,5 +1,5 @@
 """The calibration rule: does the simulated device agree with what real Trainium hardware was seen to do?
-Pure: observations (neuron_backend.observations) and the simulation's records in, one comparison per row out."""
+Pure: observations (neuron_backend.hardware.observations) and the simulation's records in, one comparison per row out."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from compat.ops import op_name
 from compat.results import FAILURE_STATUSES, NO_VERDICT_STATUSES, Check, ResultRecord, Status
 
 if TYPE_CHECKING:  # types only: importing neuron_backend registers the device (torch), which judging never needs
-    from neuron_backend.observations import Observation, Source
+    from neuron_backend.hardware.observations import Observation, Source
 
 # Observed work and mode -> the check that does the same on the simulation: compat/checks.py (``observed_as``).
 # Why a row is not counted in the agreement figure, in the order the figure names them.

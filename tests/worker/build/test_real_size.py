@@ -23,7 +23,7 @@ GIB = 1024**3
 
 
 def _hw(lnc: int) -> PlanHardware:
-    # Trn2 as neuron_backend/profiles/trn2.json states it (8 NeuronCore-v3, 96 GiB per chip), at LNC=lnc.
+    # Trn2 as neuron_backend/hardware/profiles/trn2.json states it (8 NeuronCore-v3, 96 GiB per chip), at LNC=lnc.
     return PlanHardware(profile="trn2", generation="Trn2", cores_per_chip=8, hbm_per_chip_bytes=96 * GIB, lnc=lnc)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compat.native import NativeRegistry
 from compat.results import Check, ErrorInfo, ResultRecord, Status
-from neuron_backend.observations import Observation, Run, Source
+from neuron_backend.hardware.observations import Observation, Run, Source
 from worker.judge.calibration import (
     CAUSE_UNKNOWN,
     DIFFERENT_CAUSE,

@@ -33,11 +33,12 @@ def is_strict(device: Device) -> bool:
     return os.environ.get("NEURON_CPU_FALLBACK", "1").strip() == "0"
 
 
-def profile_digest(backend_dir: Path, profile: str) -> str:
-    """sha256 (first 16 hex digits) over the profile's table and every file it is built from
-    (``profiles/<profile>.json`` and ``profile_sources/*``, in name order): an edit to either moves it."""
-    files = [backend_dir / "profiles" / f"{profile}.json"]
-    sources = backend_dir / "profile_sources"
+def profile_digest(model_dir: Path, profile: str) -> str:
+    """sha256 (first 16 hex digits) over the profile's table and every file it is built from, in the backend's
+    hardware-model folder (``profiles/<profile>.json`` and ``profile_sources/*``, in name order): an edit to either
+    moves it."""
+    files = [model_dir / "profiles" / f"{profile}.json"]
+    sources = model_dir / "profile_sources"
     if sources.is_dir():
         files += sorted(p for p in sources.iterdir() if p.is_file() and p.suffix in {".json", ".txt", ".py"})
     h = hashlib.sha256()
@@ -59,7 +60,8 @@ def run_determinants(device: Device) -> dict[str, str]:
         out["profile"] = str(profile)
         module = device.backend
         if module is not None and getattr(module, "__file__", None):
-            out["profile digest"] = profile_digest(Path(module.__file__).parent, str(profile))
+            # neuron_backend keeps its hardware model (profiles and their sources) in hardware/
+            out["profile digest"] = profile_digest(Path(module.__file__).parent / "hardware", str(profile))
     for sid, option in sorted((details.get("switches") or {}).items()):
         out[switch_key(sid)] = str(option)
     out["mode"] = "strict" if is_strict(device) else "fallback"

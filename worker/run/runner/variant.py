@@ -34,9 +34,10 @@ def variant(device: Device, switches: Mapping[str, str] | None = None, cpu_ops: 
             before = os.environ.get(SWITCHES_ENV, "")
             stack.enter_context(environ_set(SWITCHES_ENV, ",".join(f"{k}={v}" for k, v in sorted(switches.items()))))
             backend.set_switches(dict(switches))
-            # The device's own parsers of its settings (neuron_backend profiles.parse_switches, config.parse_cpu_ops),
-            # reached through the loaded backend: importing neuron_backend here would register the device in any process.
-            stack.callback(lambda: backend.set_switches(dict(backend.profiles.parse_switches(before))))
+            # The device's own parsers of its settings (neuron_backend hardware.profiles.parse_switches,
+            # config.parse_cpu_ops), reached through the loaded backend: importing neuron_backend here would register
+            # the device in any process.
+            stack.callback(lambda: backend.set_switches(dict(backend.hardware.profiles.parse_switches(before))))
         if cpu_ops is not None:
             ops = sorted(set(cpu_ops))
             before_ops = os.environ.get(CPU_OPS_ENV, "")

@@ -42,7 +42,7 @@ def test_the_simulated_device_records_its_profile_digest_and_switches() -> None:
 def test_the_profile_digest_moves_with_the_table_or_any_source(tmp_path: Path) -> None:
     nb = pytest.importorskip("neuron_backend")
 
-    src = Path(nb.__file__).parent
+    src = Path(nb.__file__).parent / "hardware"  # the hardware model's folder: profiles and their sources
     copy = tmp_path / "nb"
     shutil.copytree(src / "profiles", copy / "profiles")
     shutil.copytree(src / "profile_sources", copy / "profile_sources")

@@ -1,14 +1,10 @@
-"""What the real torch-neuronx process group implements: its collectives, the ones it lacks, its reduce ops, and
-the typed error for a collective it lacks; data with its source, read by collectives.py and collective_ops.py.
+"""What the real torch-neuronx process group implements: its collectives, the ones it lacks and its reduce ops; data
+with its source, read by neuron_backend/collectives.py and collective_ops.py (which raise the typed error).
 
 Source: the public pre-beta torch-neuronx snapshot (indicative, not the release), see SOURCE.
 """
 
 from __future__ import annotations
-
-import torch
-
-from neuron_backend.errors import NeuronUnsupportedOpError
 
 SOURCE = (
     "github.com/parmoham-aws/test-repo-parmoham@98154b867aa24562a3213e520d9ad7fd41032291 "
@@ -47,27 +43,3 @@ UNSUPPORTED_COLLECTIVES: dict[str, str] = {
 }
 # torch_neuronx/distributed/utils.py get_reduce_type at SOURCE: every other op raises ValueError.
 REDUCE_OPS = ("SUM", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "AVG", "PREMUL_SUM")
-
-
-class NeuronUnsupportedCollectiveError(NeuronUnsupportedOpError, NotImplementedError):
-    """A collective the real ProcessGroupNeuron does not implement (the real one raises NotImplementedError)."""
-
-    def _message(self) -> str:
-        return f"The collective '{self.op}' is not implemented by the neuron process group ({self.reason})."
-
-
-def flat_tensors(x) -> list[torch.Tensor]:
-    """The tensors in ``x``, a tensor or (nested) lists/tuples of them."""
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if type(x) is list or type(x) is tuple:
-        return [t for y in x for t in flat_tensors(y)]
-    return []
-
-
-def unsupported(op: str, tensors=()) -> NeuronUnsupportedCollectiveError:
-    flat = flat_tensors(tensors)
-    return NeuronUnsupportedCollectiveError(
-        op, [str(t.dtype).removeprefix("torch.") for t in flat], [tuple(t.shape) for t in flat],
-        UNSUPPORTED_COLLECTIVES.get(op, "") + f"; source: {SOURCE}",
-    )

@@ -1,5 +1,5 @@
-"""Generate the device profiles (neuron_backend/profiles/{trn2,trn3,legacy-xla}.json) from the committed, cited source
-snapshots in this folder: ``python -m neuron_backend.profile_sources.build``. Reads no network; needs the installed torch.
+"""Generate the device profiles (neuron_backend/hardware/profiles/{trn2,trn3,legacy-xla}.json) from the committed, cited source
+snapshots in this folder: ``python -m neuron_backend.hardware.profile_sources.build``. Reads no network; needs the installed torch.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from neuron_backend.profile_sources import rules
+from neuron_backend.hardware.profile_sources import rules
 
 HERE = Path(__file__).parent
 OUT = HERE.parent / "profiles"
@@ -140,7 +140,7 @@ def _torchneuron(name: str, docs: dict, src: dict) -> dict:
         "op_table_from": "torch-neuronx 0.1.0 pre-release source (April 2026, torch 2.10), corrected by real Trn2 "
                          "runs of torch-neuronx 2.11.3 and 2.12.3 (Beta 3)",
         "source_date": newest,
-        "generated_by": "python -m neuron_backend.profile_sources.build",
+        "generated_by": "python -m neuron_backend.hardware.profile_sources.build",
         "sources": docs,
         "hardware": {k: v for k, v in hw.items() if k != "summary"},
         "dtypes": rules.DTYPES,
@@ -193,7 +193,7 @@ def _legacy(docs: dict, legacy: list[str]) -> dict:
                       "recompiles), data-dependent output shapes (nonzero, masked indexing) fall back to the CPU, "
                       ".item() forces a device->host sync.",
         "source_date": "2026-03-13",
-        "generated_by": "python -m neuron_backend.profile_sources.build",
+        "generated_by": "python -m neuron_backend.hardware.profile_sources.build",
         "sources": docs,
         "hardware": {k: v for k, v in hw.items() if k != "summary"},
         "dtypes": rules.DTYPES,

@@ -107,7 +107,7 @@ NATIVE_DTYPE_DECISIONS: dict[str, dict] = {
                                              "aten::dot", "aten::linear", "aten::convolution")},
 }
 
-# Real-hardware records (observations.json, loaded by neuron_backend/observations.py) this file cites, by their id
+# Real-hardware records (observations.json, loaded by neuron_backend/hardware/observations.py) this file cites, by their id
 # there; build.py turns each into a profile source "obs:<id>" with its repo, path and commit.
 EVIDENCE_SOURCES = ("A_history", "A_moe_router_patch", "A_deepseek_runlog", "A_environment", "A_neuron_worker",
                     "C_error_codes", "C_environment", "D_grpo_guideline", "E_xpu_perf_readme", "E_xpu_perf_impl")

@@ -1,4 +1,0 @@
-"""Cited source snapshots of the device profiles and the generator that turns them into neuron_backend/profiles/*.json.
-
-Regenerate with ``python -m neuron_backend.profile_sources.build``; refresh the source snapshot with extract.py.
-"""
