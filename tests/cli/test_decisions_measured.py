@@ -36,7 +36,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         snapshot, endpoint="test", limit=2)
     for k, v in {"COMPAT_DATABASE_URL": f"sqlite:///{tmp_path / 'compat.db'}", "COMPAT_VAR_DIR": str(tmp_path),
                  "COMPAT_CATALOG_SOURCE": "snapshot", "COMPAT_CATALOG_SNAPSHOT": str(snapshot),
-                 "COLUMNS": "400"}.items():
+                 "COLUMNS": "400",
+                 # The CPU reference cache on, as in production (Settings.reference_cache defaults to on), in this
+                 # test's own folder: the decision, chain and flipped-switch re-runs read the references the first
+                 # sweep stored instead of recomputing them, and nothing another test stored can hit.
+                 # tests/worker/run/reference/test_reference_cache.py pins that verdicts do not depend on the cache.
+                 "COMPAT_REFERENCE_CACHE": "1", "COMPAT_REFERENCE_CACHE_DIR": str(tmp_path / "reference-cache")}.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setattr(console, "width", 400)
     get_settings.cache_clear()

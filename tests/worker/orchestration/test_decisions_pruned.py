@@ -57,6 +57,11 @@ def full_rerun(report: Report, device: Device) -> list[DecisionEffect]:
 @pytest.fixture
 def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("COMPAT_VAR_DIR", str(tmp_path / "var"))
+    # The CPU reference cache on, as in production (Settings.reference_cache defaults to on), in this test's own
+    # folder: every re-run of an architecture (pruned or full) reads the references the first sweep stored instead of
+    # recomputing them, and nothing another test stored can hit. tests/worker/run/reference/test_reference_cache.py
+    # pins that verdicts do not depend on the cache.
+    monkeypatch.setenv("COMPAT_REFERENCE_CACHE", "1")
     monkeypatch.setenv("COMPAT_REFERENCE_CACHE_DIR", str(tmp_path / "cache"))
     get_settings.cache_clear()
     yield get_settings()

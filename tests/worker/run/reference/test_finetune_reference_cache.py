@@ -34,14 +34,24 @@ def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def warm_folder(ckpt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache holding this checkpoint's forward, lora and sft entries (the cpu device, policy fp32)."""
+def warm(ckpt: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object], dict[str, str]]:
+    """A cache holding this checkpoint's forward, lora and sft entries (the cpu device, policy fp32), computed from a
+    cold cache; with each part's computed reference and the name of the entry file it stored."""
     folder = tmp_path_factory.mktemp("warm") / "cache"
     ctx = _ctx(ckpt, ReferenceCache(folder, 1 << 30))
-    for compute in PARTS.values():
-        compute(ctx)
+    computed, files = {}, {}
+    for part, compute in PARTS.items():
+        before = set(folder.glob("*.safetensors"))
+        computed[part] = compute(ctx)
+        (entry,) = set(folder.glob("*.safetensors")) - before
+        files[part] = entry.name
     assert ctx.ref.cache_status == {"forward": "miss", "lora": "miss", "sft": "miss"}
-    return folder
+    return folder, computed, files
+
+
+@pytest.fixture(scope="module")
+def warm_folder(warm: tuple[Path, dict[str, object], dict[str, str]]) -> Path:
+    return warm[0]
 
 
 @pytest.fixture
@@ -200,12 +210,12 @@ def test_each_library_version_is_part_of_the_key(ckpt: Path, cache: ReferenceCac
 # (tests/worker/run/reference/test_reference_cache.py damages forward entries too).
 @pytest.mark.parametrize(("part", "damage"), [*(("lora", d) for d in ("truncate", "flip", "garbage", "empty")),
                                               ("sft", "flip")])
-def test_a_corrupt_entry_is_a_miss_and_is_rewritten(ckpt: Path, tmp_path: Path, part: str, damage: str) -> None:
-    cache = ReferenceCache(tmp_path / "cache", 1 << 30)
-    ctx = _ctx(ckpt, cache)
-    before = set(cache.folder.glob("*.safetensors"))
-    want = PARTS[part](ctx)
-    (entry,) = set(cache.folder.glob("*.safetensors")) - before
+def test_a_corrupt_entry_is_a_miss_and_is_rewritten(ckpt: Path, cache: ReferenceCache, part: str, damage: str,
+                                                    warm: tuple[Path, dict[str, object], dict[str, str]]) -> None:
+    # The part's entry as a cold run stored it, and the reference that run computed (the module's warm-up).
+    _, computed, files = warm
+    want = computed[part]
+    entry = cache.folder / files[part]
     data = entry.read_bytes()
     entry.write_bytes({"truncate": data[: len(data) // 2], "flip": data[:-3] + bytes([data[-3] ^ 0xFF]) + data[-2:],
                        "garbage": b"\x00not a safetensors file" * 10, "empty": b""}[damage])

@@ -39,9 +39,23 @@ def cache(tmp_path: Path) -> ReferenceCache:
     return ReferenceCache(tmp_path / "cache", 1 << 30)
 
 
-def _warm(ckpt: Path, cache: ReferenceCache, **kw: object) -> None:
-    ref = prepare_reference(ckpt, kw.get("policy", POLICY), kw.get("seed", 0), cache=cache)  # type: ignore[arg-type]
-    assert ref.cache_status == {"forward": "miss"}
+@pytest.fixture(scope="module")
+def warm_folders(ckpt: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Per policy, a cache holding only this checkpoint's forward entry (seed 0), computed once from a cold cache."""
+    out = {}
+    for policy in (POLICY, "fp32"):
+        folder = tmp_path_factory.mktemp(f"warm-{policy}") / "cache"
+        ref = prepare_reference(ckpt, policy, 0, cache=ReferenceCache(folder, 1 << 30))
+        assert ref.cache_status == {"forward": "miss"}
+        out[policy] = folder
+    return out
+
+
+def _warm(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path], policy: str = POLICY) -> None:
+    """``cache`` as the first lookup of (``ckpt``, ``policy``, seed 0) leaves it: the module's cold-computed entry,
+    copied into this test's empty folder (the same bytes as computing it here; no test sees another's stores)."""
+    assert cache.info().entries == 0
+    shutil.copytree(warm_folders[policy], cache.folder, dirs_exist_ok=True)
 
 
 def _status(ckpt: Path, cache: ReferenceCache, policy: str = POLICY, seed: int = 0) -> str:
@@ -69,8 +83,9 @@ def test_a_hit_gives_back_identical_results_and_trace(ckpt: Path, cache: Referen
     assert cache.info().entries == 3
 
 
-def test_a_changed_config_misses(ckpt: Path, cache: ReferenceCache, tmp_path: Path) -> None:
-    _warm(ckpt, cache)
+def test_a_changed_config_misses(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path],
+                                 tmp_path: Path) -> None:
+    _warm(ckpt, cache, warm_folders)
     other = tmp_path / "edited"
     shutil.copytree(ckpt, other)
     config = json.loads((other / "config.json").read_text())
@@ -80,28 +95,31 @@ def test_a_changed_config_misses(ckpt: Path, cache: ReferenceCache, tmp_path: Pa
     assert _status(ckpt, cache) == "hit"
 
 
-def test_changed_weights_miss(ckpt: Path, cache: ReferenceCache, tmp_path: Path) -> None:
-    _warm(ckpt, cache)
+def test_changed_weights_miss(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path],
+                              tmp_path: Path) -> None:
+    _warm(ckpt, cache, warm_folders)
     other = build_checkpoint(LLAMA, tmp_path / "seed1", seed=1).path  # the same config, other weights
     assert _status(other, cache) == "miss"
 
 
 def test_a_changed_seed_misses_even_with_the_same_inputs(ckpt: Path, cache: ReferenceCache,
+                                                         warm_folders: dict[str, Path],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     make = reference.make_inputs
     monkeypatch.setattr(reference, "make_inputs", lambda vocab, _seed, config=None: make(vocab, 0, config))
-    _warm(ckpt, cache)
+    _warm(ckpt, cache, warm_folders)
     assert _status(ckpt, cache, seed=1) == "miss"
 
 
-def test_changed_inputs_miss(ckpt: Path, cache: ReferenceCache, request: pytest.FixtureRequest) -> None:
-    _warm(ckpt, cache)
+def test_changed_inputs_miss(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path],
+                             request: pytest.FixtureRequest) -> None:
+    _warm(ckpt, cache, warm_folders)
     request.getfixturevalue("other_inputs")  # patched after the warm-up: the entry exists, the inputs differ
     assert _status(ckpt, cache) == "miss"
 
 
-def test_a_changed_policy_misses(ckpt: Path, cache: ReferenceCache) -> None:
-    _warm(ckpt, cache)
+def test_a_changed_policy_misses(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path]) -> None:
+    _warm(ckpt, cache, warm_folders)
     assert _status(ckpt, cache, policy="fp32") == "miss"
 
 
@@ -117,9 +135,10 @@ def test_changed_check_parameters_miss(ckpt: Path, cache: ReferenceCache, monkey
 
 
 @pytest.mark.parametrize("library", ["python", *reference_cache.LIBRARIES])
-def test_each_library_version_is_part_of_the_key(ckpt: Path, cache: ReferenceCache, library: str,
+def test_each_library_version_is_part_of_the_key(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path],
+                                                 library: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    _warm(ckpt, cache, policy="fp32")
+    _warm(ckpt, cache, warm_folders, policy="fp32")
     if library == "python":
         monkeypatch.setattr(reference_cache, "_python_version", lambda: "3.99.0")
     else:
@@ -128,16 +147,17 @@ def test_each_library_version_is_part_of_the_key(ckpt: Path, cache: ReferenceCac
     assert _status(ckpt, cache, policy="fp32") == "miss"
 
 
-def test_the_reference_code_is_part_of_the_key(ckpt: Path, cache: ReferenceCache,
+def test_the_reference_code_is_part_of_the_key(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    _warm(ckpt, cache, policy="fp32")
+    _warm(ckpt, cache, warm_folders, policy="fp32")
     monkeypatch.setattr(reference, "CODE_DIGEST", "edited")
     assert _status(ckpt, cache, policy="fp32") == "miss"
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
-def test_a_corrupt_entry_is_a_miss_and_is_rewritten(ckpt: Path, cache: ReferenceCache, damage: str) -> None:
-    _warm(ckpt, cache, policy="fp32")
+def test_a_corrupt_entry_is_a_miss_and_is_rewritten(ckpt: Path, cache: ReferenceCache, warm_folders: dict[str, Path],
+                                                    damage: str) -> None:
+    _warm(ckpt, cache, warm_folders, policy="fp32")
     (entry,) = cache.folder.glob("*.safetensors")
     data = entry.read_bytes()
     entry.write_bytes({"truncate": data[: len(data) // 2], "flip": data[:-3] + bytes([data[-3] ^ 0xFF]) + data[-2:],
