@@ -9,6 +9,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# g++ builds the device's C++ core (neuron_backend/csrc/, through torch.utils.cpp_extension and ninja from PyPI);
+# the image builds it once below, so no container compiles or downloads anything when it starts.
+RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
+
 # The CPU torch wheel, from PyTorch's CPU index, in its own layer: the default index would pull a multi-GB CUDA
 # build. The version is the project's pin; `2.13.0+cpu` satisfies `torch==2.13.0` in the install below.
 RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
@@ -26,7 +30,8 @@ COPY service ./service
 COPY dashboards ./dashboards
 COPY cli ./cli
 # Editable: data directories without __init__.py (templates, static, device profiles) are used in place.
-RUN pip install --no-deps -e . && python -c "import compat, worker.orchestration.celery_app, service.app, cli.app"
+RUN pip install --no-deps -e . && TORCH_DEVICE_BACKEND_AUTOLOAD=0 python -c "from neuron_backend import core; print(core.ensure_built())" \
+    && python -c "import compat, worker.orchestration.celery_app, service.app, cli.app, neuron_backend"
 
 # The newest-Transformers lane's image (compose service worker-latest, build arg TRANSFORMERS_LATEST=1): the newest
 # transformers release from the package index over the pin, nothing else changed. Pinned images skip this.

@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 CORE := neuron_backend/csrc/build/neuron_core.so
 $(CORE): $(wildcard neuron_backend/csrc/*.cpp neuron_backend/csrc/*.h) neuron_backend/core.py | $(STAMP)
 	@command -v g++ >/dev/null 2>&1 || { echo "need a C++ compiler: apt-get install g++"; exit 1; }
-	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(BIN)/python -m neuron_backend.core
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(BIN)/python -c "from neuron_backend import core; print(core.ensure_built())"
 	@touch $(CORE)
 
 install: $(STAMP) $(CORE)

@@ -94,5 +94,10 @@ def load() -> ModuleType:
     return mod
 
 
-if __name__ == "__main__":  # `make install`: build unless the package import just did
-    print(_built() or build(verbose="-v" in sys.argv))
+def ensure_built(verbose: bool = False) -> Path:
+    """`make install` and the image: the built module's path, compiling it only if missing or stale."""
+    return _built() or build(verbose=verbose)
+
+
+if __name__ == "__main__":
+    print(ensure_built(verbose="-v" in sys.argv))
