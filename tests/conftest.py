@@ -7,7 +7,6 @@ Under `make test`'s `pytest -n 2 --dist loadgroup`, tests that share costly stat
 
 from __future__ import annotations
 
-import gc
 import inspect
 import os
 from pathlib import Path
@@ -78,14 +77,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 parent[root(thing)] = root(things[0])
     for item, things in shared.items():
         item.add_marker(pytest.mark.xdist_group(root(things[0])))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Freeze what collection leaves alive (torch, transformers and the harness imported, ~490k objects) out of the
-    cyclic GC: each full collection then scans only what tests made since. Accelerate's ``clear_device_cache`` (run by
-    every SFT check's Trainer) calls ``gc.collect()``, which scanned them all each time: measured on test_models.py +
-    tests/worker/run/reference (load 4-5), gen-2 GC time 5.6-5.8 s -> 2.9 s. Only objects that live for the whole
-    session are frozen (collected first), so nothing a test makes escapes collection."""
-    gc.collect()
-    gc.freeze()
