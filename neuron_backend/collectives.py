@@ -1,8 +1,8 @@
 """The ``neuron`` torch.distributed backend of the simulated device: ``ProcessGroupNeuron``, one rank per process on
 one host, and its registration (ops on device tensors: collective_ops.py; the real backend's tables: hardware/collective_table.py).
 
-It models semantics, not bandwidth: data moves between ranks through a gloo group on the host copies of the device
-tensors (``NeuronTensor._data``), and every collective has completed when its call returns (one timeline, as in the
+It models semantics, not bandwidth: data moves between ranks through a gloo group on host views of the device
+tensors (``tensor.host``: CPU aliases of their memory), and every collective has completed when its call returns (one timeline, as in the
 rest of the simulation), so timing, overlap and the real runtime's collective engines are not modelled.
 
 What it copies from the real backend, all from the public pre-beta torch-neuronx source (indicative, not the release):

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,9 +42,6 @@ from neuron_backend.config import CONFIG
 FORMAT = 1  # bump when what an entry holds changes incompatibly (old entries then miss)
 _PACKAGE = Path(__file__).parent
 
-# PyTorch's default hash of a wrapper subclass (its __tensor_flatten__: inner tensor metadata and the core index) is
-# the one we want; the warning only recommends writing one by hand.
-warnings.filterwarnings("ignore", message="NeuronTensor does not implement _stable_hash_for_caching")
 
 # One lowered op as the compile check reads it: (schema name, overload name, input dtypes, input shapes).
 GraphOp = tuple[str, str, tuple[torch.dtype, ...], tuple[tuple[int, ...], ...]]
