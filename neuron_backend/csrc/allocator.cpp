@@ -101,6 +101,17 @@ void dev_delete(void* p) {
   delete ctx;  // frees `owned`, or drops the adopted host storage
 }
 
+void charge(DevCtx* ctx, int64_t n) {
+  ctx->block = block_size(n);
+  std::lock_guard<std::mutex> lock(g_mem_mu);
+  try {
+    take(ctx->block, ctx->core);
+  } catch (...) {
+    delete ctx;  // nothing was taken: the context dies with the failed allocation
+    throw;
+  }
+}
+
 thread_local int tl_core_for_alloc = -1;
 std::atomic<int> g_current{0};
 
@@ -108,16 +119,7 @@ c10::DataPtr NeuronAllocator::allocate_on(size_t n, int core) const {
   auto* ctx = new DevCtx();
   ctx->core = core;
   if (n) {
-    ctx->block = block_size(static_cast<int64_t>(n));
-    {
-      std::lock_guard<std::mutex> lock(g_mem_mu);
-      try {
-        take(ctx->block, core);
-      } catch (...) {
-        delete ctx;
-        throw;
-      }
-    }
+    charge(ctx, static_cast<int64_t>(n));
     ctx->owned = c10::GetCPUAllocator()->allocate(n);
     ctx->ptr = ctx->owned.get();
   }

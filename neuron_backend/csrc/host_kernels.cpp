@@ -49,6 +49,15 @@ at::Tensor round_bf16(const at::Tensor& host, const at::Tensor& dev) {
   return value;
 }
 
+// A tensor list with each element passed through f (device <-> host aliases of the same memory).
+template <class F>
+c10::List<at::Tensor> map_list(const c10::List<at::Tensor>& l, F f) {
+  c10::List<at::Tensor> out;
+  out.reserve(l.size());
+  for (size_t j = 0; j < l.size(); ++j) out.push_back(f(l.get(j)));
+  return out;
+}
+
 void run_fast(const c10::OperatorHandle& op, torch::jit::Stack* stack, const Decision& dec, int core) {
   const auto& schema = op.schema();
   size_t nargs = schema.arguments().size();
@@ -64,14 +73,7 @@ void run_fast(const c10::OperatorHandle& op, torch::jit::Stack* stack, const Dec
         v = hosts[i];
       }
     } else if (v.isTensorList()) {
-      auto l = v.toTensorList();
-      c10::List<at::Tensor> nl;
-      nl.reserve(l.size());
-      for (size_t j = 0; j < l.size(); ++j) {
-        at::Tensor t = l.get(j);
-        nl.push_back(is_dev(t) ? host_alias(t) : t);
-      }
-      v = nl;
+      v = map_list(v.toTensorList(), [](const at::Tensor& t) { return is_dev(t) ? host_alias(t) : t; });
     } else if (v.isList()) {
       auto l = v.toList();
       bool any = false;
@@ -145,14 +147,8 @@ void run_fast(const c10::OperatorHandle& op, torch::jit::Stack* stack, const Dec
       const auto& t = v.toTensor();
       if (t.defined() && t.device().is_cpu()) v = adopt(t, core);
     } else if (v.isTensorList()) {
-      auto l = v.toTensorList();
-      c10::List<at::Tensor> nl;
-      nl.reserve(l.size());
-      for (size_t j = 0; j < l.size(); ++j) {
-        at::Tensor t = l.get(j);
-        nl.push_back(t.defined() && t.device().is_cpu() ? adopt(t, core) : t);
-      }
-      v = nl;
+      v = map_list(v.toTensorList(),
+                   [core](const at::Tensor& t) { return t.defined() && t.device().is_cpu() ? adopt(t, core) : t; });
     }
   }
 }

@@ -73,6 +73,7 @@ int64_t block_size(int64_t n);
 CoreMemory& mem_of(int core);                // the lock held
 void release_cache(CoreMemory& m);           // the lock held
 void take(int64_t block, int core);          // the lock held; throws torch.OutOfMemoryError
+void charge(DevCtx* ctx, int64_t n);        // ctx->block for n bytes taken on ctx->core; deletes ctx and rethrows on OOM
 void give(int64_t block, int core);
 void check_fits(int64_t nbytes, int core);   // throws torch.OutOfMemoryError if a request could not be reserved
 void dev_delete(void* p);

@@ -112,14 +112,7 @@ c10::Storage device_storage_for(const c10::Storage& hs, int core) {
   ctx->ptr = hs.mutable_data();
   int64_t n = static_cast<int64_t>(hs.nbytes());
   if (n && ctx->ptr && hs.data_ptr().get_deleter() != &acct_delete) {  // accounted already: not twice
-    ctx->block = block_size(n);
-    std::lock_guard<std::mutex> lock(g_mem_mu);
-    try {
-      take(ctx->block, core);
-    } catch (...) {
-      delete ctx;
-      throw;
-    }
+    charge(ctx, n);
   }
   ctx->host = hs;
   ctx->host_key = key;
