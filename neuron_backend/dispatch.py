@@ -175,11 +175,7 @@ def fast_decision(func, dtypes: list) -> tuple[int, tuple[int, ...]]:
     if decision == CAST:
         # int64 inputs computed as int32 (autocast.py), run natively: the C++ kernel runs the op on the 64-bit data
         # and wraps what _run_cast wraps, while no storage holds int64 values outside int32 (autocast.any_wide).
-        key = (id(func), *dtypes)
-        plan = _plans.get(key)
-        if plan is None:
-            plan = _plans[key] = _plan(func, dtypes, (), {})
-        inner, _computed, run, floats = plan
+        inner, _computed, run, floats = plan_of(func, dtypes)
         if inner == policy.NATIVE and not floats and torch.float64 not in dtypes:
             return 3, (run, int(run == 0 and autocast.output_wraps(func)))
     return _SLOW
@@ -405,10 +401,6 @@ def clear_cache() -> None:
     autocast.refresh(policy.active().input_autocast, CONFIG.complex_decompose)
 
 
-def _check_dtype(op: str, dtype: torch.dtype) -> None:
-    policy.check_device_dtype(op, dtype)
-
-
 # Kernels the C++ core or factories.py register for PrivateUse1 themselves.
 _OWN_KERNELS = frozenset({"aten::empty.memory_format", "aten::empty_strided", "aten::set_.source_Storage",
                           "aten::set_.source_Storage_storage_offset", "aten::set_", "aten::_copy_from",
@@ -441,7 +433,7 @@ def _takes_tensors(name: str) -> bool:
     return any("Tensor" in str(a.type) for a in schema.arguments)
 
 
-_C.set_callbacks(dispatch, fast_decision, _resolve, _check_dtype)
+_C.set_callbacks(dispatch, fast_decision, _resolve, policy.check_device_dtype)
 _C.cover(composite_explicit_ops())
 clear_cache()
 __all__ = ["dispatch", "clear_cache", "register_special", "NeuronUnsupportedOpError", "memory"]

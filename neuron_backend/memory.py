@@ -51,10 +51,6 @@ def used() -> bool:
     return _C.used()
 
 
-def sweep() -> None:
-    """Kept for callers of the Python allocator: the C++ allocator releases a block when its storage dies."""
-
-
 def check_fits(nbytes: int, core_index: int) -> None:
     """Raise torch.OutOfMemoryError if a request of ``nbytes`` on ``core_index`` cannot be reserved."""
     _C.check_fits(nbytes, core_index)

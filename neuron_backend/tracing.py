@@ -50,17 +50,11 @@ def _fake_dtypes(fake_mode: FakeTensorMode, args, kwargs) -> list[torch.dtype] |
                     storages = _device_storages(fake_mode)
                 on_device = x.untyped_storage()._cdata in storages
 
-    for a in args:
+    for a in (*args, *kwargs.values()):
         if isinstance(a, torch.Tensor):
             add(a)
         elif type(a) is list or type(a) is tuple:
             for x in a:
-                add(x)
-    for v in kwargs.values():
-        if isinstance(v, torch.Tensor):
-            add(v)
-        elif type(v) is list or type(v) is tuple:
-            for x in v:
                 add(x)
     if not on_device:
         return None
