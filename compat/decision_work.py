@@ -11,7 +11,12 @@ blocking). A plan's verdict for an architecture is then:
 - the touching re-run switches cannot move it (``cannot_move``): its support checks never reached the device (its
   load check, the first, ended at the build or the CPU reference), or every touching switch is strict (its option
   only makes ops fail that ran: it never lets a failing op run nor changes what a running op computes) and the
-  architecture is already failing (its first failure stays, or an earlier one comes): its stored records;
+  architecture is already failing (its first failure stays, or an earlier one comes), or every touching switch is
+  permissive and names its ops (its option only lets ops of those names run that failed, or moves them between the
+  device and the CPU fallback, which computes the same) and one support check ended with the device refusing an op
+  none of them names, none of them on the CPU fallback before it (everything before that op ran the same, so the
+  check still stops there and the architecture stays failing: MoE models refused at integer sort before
+  ``_grouped_mm`` is reached): its stored records;
 - otherwise: the re-run with exactly the touching re-run switches set, re-judged for the plan's fallback-only
   switches. A combination whose switches each touch different architectures is thereby the union of its singles,
   measured once; an architecture two re-run switches of the combination touch (a failure behind another, MoE's
@@ -29,9 +34,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from compat.decisions import affected, touches
+from compat.ops import op_name
 from compat.results import SUPPORT_CHECKS, Check, ResultRecord, Status, arch_verdict, by_architecture
 
 Plan = Mapping[str, str]  # switch id -> the option measured
+# A support check that ended at the device refusing one op: everything before that op ran (a first failure).
+REFUSALS = frozenset({Status.UNSUPPORTED_OP, Status.UNSUPPORTED_DTYPE})
 
 
 @dataclass(frozen=True)
@@ -77,8 +85,14 @@ def cannot_move(hit: Sequence[Mapping], records: Sequence[ResultRecord]) -> bool
     first = next((r for r in support if r.check == Check.LOAD), None)
     if first is not None and first.status in (Status.REFERENCE_FAIL, Status.SKIPPED):
         return True  # the device ran no support check: the build or the CPU reference stopped it
-    strict = bool(hit) and all(sw.get("other_option") == "strict" for sw in hit)
-    return strict and arch_verdict(support) == "failing"
+    if hit and all(sw.get("other_option") == "strict" for sw in hit):
+        return arch_verdict(support) == "failing"
+    if hit and all(sw.get("other_option") == "permissive" and sw.get("ops") for sw in hit):
+        decided = {op for sw in hit for op in sw["ops"]}
+        # Conservative: an op of theirs that the CPU fallback ran before the refusal may run on the device instead.
+        return any(r.status in REFUSALS and r.blocking_op and op_name(r.blocking_op) not in decided
+                   and not any(op_name(f) in decided for f in r.fallback_ops) for r in support)
+    return False
 
 
 def needs(plans: Sequence[Plan], switches: Mapping[str, Mapping], traces: Mapping[str, Sequence[str]],

@@ -65,6 +65,19 @@ def test_argmax_switch_moves_argmax_between_the_cpu_fallback_and_the_device(dev)
     assert neuron_backend.device_info()["switches"]["argmax_device"] == "native"
 
 
+@pytest.mark.parametrize("name", ["trn2", "trn3"])
+def test_a_permissive_re_run_switch_only_lets_its_own_ops_run(name):
+    # The contract compat.decision_work prunes by: a permissive option drops known issues of, or moves to the CPU
+    # fallback, ops of the switch's own names, and changes nothing else; so an architecture refused at another op
+    # keeps that refusal under it. A new patch kind here must revisit that rule.
+    for sw in profiles.load(name).switches:
+        if sw.measure != "rerun" or sw.other_option != "permissive":
+            continue
+        patch = sw.options[next(o for o in sw.options if o != sw.default)].get("patch", {})
+        assert set(patch) <= {"drop_known_issues", "drop_ops"}, (sw.id, sorted(patch))
+        assert sw.ops and set(patch.get("drop_known_issues", [])) | set(patch.get("drop_ops", [])) <= set(sw.ops), sw.id
+
+
 def test_integer_sort_fails_by_default_and_runs_under_the_other_option(dev):
     ids = torch.tensor([2, 0, 1], device=dev)
     with pytest.raises(neuron_backend.NeuronUnsupportedOpError, match="NCC_EVRF013") as info:

@@ -99,3 +99,29 @@ def test_a_strict_switch_cannot_move_an_architecture_already_failing_nor_any_swi
     support = {**FWD_GEN, "Moe": [*FWD_GEN["Moe"], "aten::index_add (Float, Long, Float)"]}
     (w,) = _work([{"scatter": "fails"}], support=support, records=records).values()
     assert w.reruns == {}
+
+
+def test_a_permissive_switch_cannot_move_an_architecture_refused_at_an_op_it_does_not_name():
+    # The MoE is refused at integer sort in forward and generate: letting _grouped_mm run (it comes after) leaves
+    # both refusals where they are, so only sort alone and sort with _grouped_mm are re-run for it.
+    moe_fails = [_rec("Moe", "load"), _rec("Moe", "forward", "unsupported_op", op="aten::sort (Int)"),
+                 _rec("Moe", "generate", "unsupported_op", op="aten::sort (Int)")]
+    assert cannot_move([GMM], moe_fails)
+    assert not cannot_move([SORT], moe_fails) and not cannot_move([GMM, SORT], moe_fails)
+    # One refusal at an op the switch does not name is enough: that check keeps failing, and so does the
+    # architecture (here either switch alone leaves one of the two refusals standing; both together may not).
+    mixed = [*moe_fails[:2], _rec("Moe", "generate", "unsupported_op", op="aten::_grouped_mm (Float, Int)")]
+    assert cannot_move([GMM], mixed) and cannot_move([SORT], mixed) and not cannot_move([GMM, SORT], mixed)
+    # Not provable, so re-run: a failure that names no op (numerics), one of the switch's ops on the CPU fallback
+    # before the refusal (the option may run it on the device instead), a switch that names no ops, a mixed set.
+    mismatch = [_rec("Moe", "load"), _rec("Moe", "forward", "mismatch"), _rec("Moe", "generate", "error")]
+    assert not cannot_move([GMM], mismatch)
+    behind = [_rec("Moe", "load"), _rec("Moe", "forward", "unsupported_op", op="aten::sort (Int)",
+                                        fallback=["aten::_grouped_mm (Float, Int)"])]
+    assert not cannot_move([GMM], behind)
+    assert not cannot_move([{**GMM, "ops": []}], moe_fails) and not cannot_move([GMM, SCATTER], moe_fails)
+    # In a plan: _grouped_mm alone needs no re-run of the refused MoE; the permissive combination still does.
+    records = [r for r in RECORDS if r.architecture != "Moe"] + moe_fails
+    work = _work([{"gmm": "off"}, PERMISSIVE], records=records)
+    assert work["gmm"].reruns == {} and work["gmm"].looked == ["Moe"]
+    assert work["argmax,gmm,sort"].reruns["Moe"] == Need("Moe", (("gmm", "off"), ("sort", "runs")))

@@ -14,8 +14,7 @@ import torch
 from transformers import PretrainedConfig
 
 from compat.results import ArchitectureEntry
-from compat.settings import get_settings
-from worker.build.tiny_config import ConfigTooLarge, TinyConfigError, count_params, model_class, shrink
+from worker.build.tiny_config import TinyConfigError, model_class, shrink
 
 WEIGHTS_FILE = "model.safetensors"
 
@@ -33,11 +32,7 @@ class BuiltModel:
 def build_model(entry: ArchitectureEntry, *, seed: int = 0) -> tuple[torch.nn.Module, PretrainedConfig, int]:
     """The tiny model in memory (float32, CPU, eval mode), seeded; refuses oversize configs before allocating."""
     cls = model_class(entry)
-    config = shrink(entry)
-    n_params = count_params(config, cls)
-    limit = get_settings().max_tiny_params
-    if n_params > limit:  # shrink checks too; this guards configs changed between shrink and build
-        raise ConfigTooLarge(f"tiny {entry.name} would have {n_params:,} parameters, over the limit of {limit:,}")
+    config = shrink(entry)  # refuses a config over COMPAT_MAX_TINY_PARAMS (counted on the meta device) before this
     torch.manual_seed(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -46,7 +41,8 @@ def build_model(entry: ArchitectureEntry, *, seed: int = 0) -> tuple[torch.nn.Mo
         except Exception as exc:  # noqa: BLE001 - an init failure is a build failure with a reason
             raise TinyConfigError(f"cannot initialise {cls.__name__}: {type(exc).__name__}: {exc}") from exc
     model.eval()
-    return model, model.config, n_params
+    # The count shrink bounded, read off the model itself (a second meta instantiation cost as much as the init).
+    return model, model.config, sum(p.numel() for p in model.parameters())
 
 
 def build_checkpoint(entry: ArchitectureEntry, out_dir: Path, *, seed: int = 0) -> BuiltModel:

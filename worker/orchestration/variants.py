@@ -3,13 +3,15 @@ as tasks of one worker pool, shared by the decisions and blocker-chain phases; a
 
 Each task sets its variant in the worker for that task only (``worker/run/runner/variant.py``), so the phases start
 their workers once instead of once per variant, and a variant with one architecture does not leave a worker idle.
+An architecture's variants go to one task: it is built and its CPU reference prepared once for all of them (neither
+depends on the device's settings), each variant under the time limit of one run.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -20,9 +22,9 @@ from worker.orchestration.sweep import abort_records, sweep_pool
 from worker.run.process.devices import Device
 from worker.run.process.pool import Pool, Task
 from worker.run.runner.runner import repro_command
-from worker.run.runner.variant import run_variant
+from worker.run.runner.variant import Variant, run_variants
 
-RUNNER = "worker.run.runner.variant:run_variant"
+RUNNER = "worker.run.runner.variant:run_variants"
 Progress = Callable[[str, int, int], None]  # (task key, done, total)
 
 
@@ -141,18 +143,25 @@ class VariantRunner:
                 progress(key, done, len(tasks))
 
         if self.jobs == 0:
-            for task in tasks:
-                def emit(kind: str, payload: Any, key: str = task.key) -> None:
-                    if kind == "phase":
-                        timer.phase(key, payload)
-                    elif kind == "record":
-                        got[key][payload.check] = payload
+            for group in by_architecture(tasks):
+                at = group[0].key
 
-                for rec in run_variant(task.entry, self.device, order, seed=self.seed, emit=emit,
-                                       switches=task.switches, cpu_ops=task.cpu_ops, hook=self.hook):
-                    got[task.key].setdefault(rec.check, rec)
-                timer.done(task.key, None)
-                finished(task.key)
+                def emit(kind: str, payload: Any) -> None:
+                    nonlocal at
+                    if kind == "setting":
+                        at = payload
+                    elif kind == "phase":
+                        timer.phase(at, payload)
+                    elif kind == "record":
+                        got[at][payload.check] = payload
+
+                out = run_variants(group[0].entry, self.device, order, [_variant(t) for t in group], seed=self.seed,
+                                   emit=emit, hook=self.hook)
+                for t in group:
+                    for rec in out.get(t.key, []):
+                        got[t.key].setdefault(rec.check, rec)
+                    timer.done(t.key, None)
+                    finished(t.key)
         elif tasks:
             self._run_pool(tasks, order, got, timer, finished)
         self.clock.tasks += len(tasks)
@@ -165,25 +174,73 @@ class VariantRunner:
             self._pool = sweep_pool(self.device, self.jobs)
             self._own, self._start_before = True, 0.0
         by_key = {t.key: t for t in tasks}
-        phases: dict[str, str | None] = {}
-        pool_tasks = [Task(t.key, RUNNER, (t.entry, self.device.name, order),
-                           {"seed": self.seed, "switches": dict(t.switches) if t.switches is not None else None,
-                            "cpu_ops": t.cpu_ops, "hook": self.hook}, stream=True) for t in tasks]
+        rounds = by_architecture(tasks)
+        while rounds:
+            rounds = self._run_round(rounds, by_key, order, got, timer, finished)
+
+    def _run_round(self, groups: list[list[VariantTask]], by_key: Mapping[str, VariantTask], order: list[Check],
+                   got: dict[str, dict[Check, ResultRecord]], timer: _Timer, finished: Callable[[str], None]
+                   ) -> list[list[VariantTask]]:
+        """One pool task per group (an architecture's variants); returns the variants a stopped worker never began,
+        each to run again alone (what one task per variant would have done)."""
+        assert self._pool is not None
+        at: dict[str, str | None] = {}  # group task key -> the variant it is running
+        began: dict[str, float] = {}  # variant key -> when it began
+        phases: dict[str, str | None] = {}  # variant key (or group key before any variant) -> its phase
+        members = {_group_key(g): g for g in groups}
+        pool_tasks = [Task(key, RUNNER, (g[0].entry, self.device.name, order, [_variant(t) for t in g]),
+                           {"seed": self.seed, "hook": self.hook}, stream=True, clock_on="setting")
+                      for key, g in members.items()]
+        again: list[list[VariantTask]] = []
         for ev in self._pool.run(pool_tasks):
-            key = ev.task.key
-            if ev.kind == "phase":
-                phases[key] = ev.payload
-                timer.phase(key, ev.payload)
-            elif ev.kind == "record":
-                got[key][ev.payload.check] = ev.payload
+            gkey = ev.task.key
+            current = at.get(gkey)
+            if ev.kind == "setting":
+                if current is not None:
+                    finished(current)  # its records are all in: the next variant began
+                at[gkey], began[ev.payload] = ev.payload, time.monotonic()
+            elif ev.kind == "phase":
+                phases[current or gkey] = ev.payload
+                timer.phase(gkey, ev.payload)
+            elif ev.kind == "record" and current is not None:
+                got[current][ev.payload.check] = ev.payload
             elif ev.done is not None:
                 out = ev.done
-                timer.done(key, out.duration_s)
+                timer.done(gkey, out.duration_s)
+                group = members[gkey]
                 if out.kind == "ok":
-                    for rec in out.value:
-                        got[key].setdefault(rec.check, rec)
+                    for t in group:
+                        for rec in out.value.get(t.key, []):
+                            got[t.key].setdefault(rec.check, rec)
+                    for t in group[[t.key for t in group].index(current) if current else 0:]:
+                        finished(t.key)
+                    continue
+                keys = [t.key for t in group]
+                if current is None:  # stopped in the build or the CPU reference: every variant's outcome
+                    stopped, rest = keys, []
                 else:
+                    stopped, rest = [current], keys[keys.index(current) + 1:]
+                    out = replace(out, duration_s=time.monotonic() - began[current])
+                for key in stopped:
                     for rec in abort_records(by_key[key].entry, self.device.name, order, set(got[key]),
-                                             phases.get(key), out, repro_command):
+                                             phases.get(current or gkey), out, repro_command):
                         got[key][rec.check] = rec
-                finished(key)
+                    finished(key)
+                again += [[by_key[k]] for k in rest]
+        return again
+
+
+def by_architecture(tasks: Sequence[VariantTask]) -> list[list[VariantTask]]:
+    """The tasks grouped by architecture, in first-seen order: one pool task builds and references each once."""
+    groups: dict[str, list[VariantTask]] = {}
+    for t in tasks:
+        groups.setdefault(t.entry.name, []).append(t)
+    return list(groups.values())
+
+
+def _group_key(group: Sequence[VariantTask]) -> str:
+    return group[0].key if len(group) == 1 else f"{group[0].entry.name} ({len(group)} variants)"
+
+
+def _variant(t: VariantTask) -> Variant:
+    return (t.key, dict(t.switches) if t.switches is not None else None, t.cpu_ops)

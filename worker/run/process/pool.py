@@ -66,6 +66,9 @@ class Task:
     args: tuple = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     stream: bool = False  # pass an ``emit(kind, payload)`` callback to fn
+    # A task that does several units of work, each under the time limit: its limit counts from its latest streamed
+    # event of this kind (else from its start).
+    clock_on: str | None = None
 
 
 @dataclass
@@ -150,6 +153,7 @@ class _Slot:
     task: Task | None = None
     task_id: int = -1
     started: float = 0.0
+    clock: float = 0.0  # what the time limit counts from: the start, or the task's latest ``clock_on`` event
     log_path: str = ""
     log_taken: int = 0  # bytes of the task's log its streamed events took
     spawned: float = field(default_factory=time.monotonic)  # when the worker was started
@@ -242,6 +246,7 @@ class Pool:
                         pending.appendleft(task)
                         continue
                     slot.task, slot.task_id, slot.started = task, self._next_id, time.monotonic()
+                    slot.clock = slot.started
                     slot.log_path = log_path
                     running += 1
             waitables = [s.conn for s in self._slots] + [s.proc.sentinel for s in self._slots]
@@ -275,7 +280,7 @@ class Pool:
                     continue
                 if slot.task is None:
                     continue
-                elapsed = time.monotonic() - slot.started
+                elapsed = time.monotonic() - slot.clock
                 rss = tree_rss_mb(slot.proc.pid)
                 slot.peak_rss = max(slot.peak_rss, rss)
                 if elapsed > self.time_limit_s:
@@ -315,6 +320,8 @@ class Pool:
             return None
         if msg[0] == "event" and slot.task is not None and msg[1] == slot.task_id:
             slot.events.append((msg[2], msg[3]))
+            if msg[2] == slot.task.clock_on:
+                slot.clock = time.monotonic()
             slot.log_taken = msg[4]
             return Event(slot.task, msg[2], msg[3])
         if msg[0] == "done" and slot.task is not None and msg[1] == slot.task_id:

@@ -6,11 +6,13 @@ every failure, including the harness's own, becomes result records, each carryin
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import tempfile
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,8 +31,11 @@ from worker.run.process.stack_room import call_with_stack_room
 from worker.run.reference.reference import ReferenceFailure, prepare_reference
 from worker.run.reference.reference_cache import default_cache
 
-# emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace).
+# emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace),
+# "setting" (its key: the records after it are that setting's, see run_architecture's ``settings``).
 Emit = Callable[[str, Any], None]
+# (key, a context to run the checks in): one pass of the checks over the same build and reference.
+Setting = tuple[str, Callable[[], AbstractContextManager[object]]]
 
 
 # (architecture, device, check) -> the `compat repro` command that rebuilds what the run built; the sweep picks
@@ -100,6 +105,7 @@ def run_architecture(
     emit: Emit | None = None,
     known_issues_path: Path | None = None,
     repro: ReproFn = repro_command,
+    settings: Sequence[Setting] = (),
 ) -> list[ResultRecord]:
     """Run ``checks`` for one architecture on ``device``; returns one record per check and never raises.
     ``repro`` writes a failed record's reproducer command (a submission run's rebuilds the submitted config).
@@ -107,17 +113,25 @@ def run_architecture(
     ``emit("record", record)`` is called as each check finishes and ``emit("trace", op_trace)`` once the reference
     op trace exists, so a supervisor keeps partial results if this process dies. When this process's output is
     captured, each record carries the output printed since the record before it (``capture.take_log``).
+
+    ``settings``: the checks run once per setting, inside its context, after one build and one CPU reference (the
+    decisions' re-runs of one architecture under several device switches); ``emit("setting", key)`` comes before
+    each setting's records, and the records of all come back in that order.
     """
     # Every executor calls this from a different stack depth (Celery's is ~45 frames): with stack room below
     # the checks, their per-op Python hot loops run equally fast under all of them (worker/stack_room.py).
     return call_with_stack_room(_run_architecture, entry, device, checks, seed=seed, workdir=workdir, emit=emit,
-                                known_issues_path=known_issues_path, repro=repro)
+                                known_issues_path=known_issues_path, repro=repro, settings=settings)
 
 
 def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable[Check | str], *, seed: int,
                       workdir: Path | None, emit: Emit | None, known_issues_path: Path | None,
-                      repro: ReproFn) -> list[ResultRecord]:
+                      repro: ReproFn, settings: Sequence[Setting]) -> list[ResultRecord]:
     order = _ordered(checks)
+    passes: list[Setting] = list(settings) or [("", contextlib.nullcontext)]
+    left = list(passes)  # the settings whose records are not all out yet; the first is the current one
+    current: list[ResultRecord] = []  # the current setting's records so far
+    begun = False  # whether the current setting has begun (its records may have started)
     dev_name = device.name
     done: list[ResultRecord] = []
     own_dir = workdir is None
@@ -147,58 +161,93 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             for rec in recs:
                 emit("record", rec)
         done.extend(recs)
+        current.extend(recs)
         return recs
+
+    def start() -> None:
+        # The next setting's records begin (announced only when there are settings: a plain run emits as before).
+        nonlocal begun
+        current.clear()
+        begun = True
+        if settings and emit is not None:
+            emit("setting", left[0][0])
+
+    def next_setting() -> None:
+        nonlocal begun
+        left.pop(0)
+        begun = False
+
+    def harness_error(exc: BaseException) -> None:
+        # The current setting's checks that have no record yet: the harness's fault, never the device's.
+        err = ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000],
+                        traceback="".join(traceback.format_exception(exc))[-4000:])
+        have = {r.check for r in current}
+        finish(failure_records(entry, dev_name, [c for c in order if c not in have], Status.HARNESS_ERROR,
+                               "harness error while running the architecture", error=err))
+
+    def every_setting(recs: list[ResultRecord]) -> list[ResultRecord]:
+        # Build and reference happen once, so their failure is every setting's.
+        while left:
+            start()
+            finish([r.model_copy(deep=True) for r in recs])
+            next_setting()
+        return done
 
     try:
         if entry.remote_code:
             why = next((n for n in entry.notes if n.startswith("remote code")), "remote code: needs trust_remote_code")
-            finish(failure_records(entry, dev_name, order, Status.SKIPPED, why))
-            return done
+            return every_setting(failure_records(entry, dev_name, order, Status.SKIPPED, why))
         phase("build")
         try:
             built = build_checkpoint(entry, out_dir, seed=seed)
         except Exception as exc:  # noqa: BLE001
-            status, reason = _build_failure(exc)
-            finish(failure_records(entry, dev_name, order, status, reason))
-            return done
+            return every_setting(failure_records(entry, dev_name, order, *_build_failure(exc)))
         phase("reference")
         try:
             ref = prepare_reference(built.path, device.policy, seed, cache=default_cache())
         except ReferenceFailure as exc:
-            finish(failure_records(entry, dev_name, order, *reference_blame(exc)))
-            return done
+            return every_setting(failure_records(entry, dev_name, order, *reference_blame(exc)))
         if emit is not None:
             emit("trace", OpTrace(architecture=entry.name, ops=ref.ops))
         if not ref.determinism.passed:
-            finish([r.model_copy(update={"metrics": dict(ref.determinism.metrics)}) for r in failure_records(
-                entry, dev_name, order, Status.REFERENCE_FAIL, ref.determinism.reason or "reference")])
-            return done
-        ctx = CheckContext(entry.name, entry.rank, device, ref, checks=tuple(order))
+            return every_setting([r.model_copy(update={"metrics": dict(ref.determinism.metrics)}) for r in
+                                  failure_records(entry, dev_name, order, Status.REFERENCE_FAIL,
+                                                  ref.determinism.reason or "reference")])
         support_ops: list[str] | None = None
-        for check in order:
-            phase(str(check))
-            rec = run_check(ctx, check)
-            if rec.status != Status.PASS:
-                rec.repro = repro(entry.name, dev_name, check)
-            rec.metrics.setdefault("n_params", built.n_params)
-            if (part := CACHED_PART.get(check)) in ref.cache_status:  # the sweep counts hits and misses from these
-                rec.metrics.setdefault("reference_cache", ref.cache_status[part])
-            if entry.notes and check == order[0]:
-                rec.metrics.setdefault("config_notes", list(entry.notes))  # e.g. "auto_map ignored: ..."
-            finish([rec])
-            if support_parts_done(order, check, rec):
-                support_ops = list(ref.ops)
+        while left:
+            start()
+            try:
+                with left[0][1]():
+                    # A fresh context per setting: each loads the model anew (the load check is one of its checks).
+                    ctx = CheckContext(entry.name, entry.rank, device, ref, checks=tuple(order))
+                    for check in order:
+                        phase(str(check))
+                        rec = run_check(ctx, check)
+                        if rec.status != Status.PASS:
+                            rec.repro = repro(entry.name, dev_name, check)
+                        rec.metrics.setdefault("n_params", built.n_params)
+                        if (part := CACHED_PART.get(check)) in ref.cache_status:  # the sweep counts hits, misses
+                            rec.metrics.setdefault("reference_cache", ref.cache_status[part])
+                        if entry.notes and check == order[0]:
+                            rec.metrics.setdefault("config_notes", list(entry.notes))  # "auto_map ignored: ..."
+                        finish([rec])
+                        if support_parts_done(order, check, rec):
+                            support_ops = list(ref.ops)
+                    del ctx
+            except Exception as exc:  # noqa: BLE001 - this setting's (its settings, a harness bug): not the next one's
+                harness_error(exc)
+            next_setting()
         if emit is not None:  # the trace grows with generate/train reference runs: send the final one
             emit("trace", OpTrace(architecture=entry.name, ops=ref.ops, support_ops=support_ops))
         return done
     except BaseException as exc:  # noqa: BLE001 - the contract is "never raises"; KeyboardInterrupt re-raised
         if isinstance(exc, KeyboardInterrupt):
             raise
-        have = {r.check for r in done}
-        err = ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000],
-                        traceback="".join(traceback.format_exception(exc))[-4000:])
-        finish(failure_records(entry, dev_name, [c for c in order if c not in have], Status.HARNESS_ERROR,
-                               "harness error while running the architecture", error=err))
+        while left:  # the current setting's checks not run yet, then every later setting's
+            if not begun:
+                start()
+            harness_error(exc)
+            next_setting()
         return done
     finally:
         shutil.rmtree(base if own_dir else out_dir, ignore_errors=True)

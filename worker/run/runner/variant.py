@@ -1,5 +1,6 @@
 """``run_variant``: one architecture run with some of the simulated device's settings changed for that run only (the
-decision switches, ``NEURON_SWITCHES``; the ops moved to the CPU fallback, ``NEURON_CPU_OPS``), in a warm worker.
+decision switches, ``NEURON_SWITCHES``; the ops moved to the CPU fallback, ``NEURON_CPU_OPS``), in a warm worker;
+``run_variants``: several such variants of one architecture over one build and one CPU reference.
 
 The decisions and blocker-chain phases re-run architectures under such variants. Set per task, in the worker (the
 device's own setters, which clear its decision cache, and the environment a child process would inherit), and put
@@ -10,8 +11,10 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from functools import partial
+from typing import Any
 
 from compat.results import ArchitectureEntry, Check, ResultRecord
 from worker.run.process.devices import Device, process_device
@@ -45,6 +48,43 @@ def variant(device: Device, switches: Mapping[str, str] | None = None, cpu_ops: 
             backend.set_cpu_ops(set(ops))
             stack.callback(lambda: backend.set_cpu_ops(backend.config.parse_cpu_ops(before_ops)))
         yield
+
+
+# (key, switches, cpu_ops): one variant of ``run_variants``, either setting left None.
+Variant = tuple[str, Mapping[str, str] | None, tuple[str, ...] | None]
+
+
+def run_variants(entry: ArchitectureEntry, device: Device | str, checks: Iterable[Check | str],
+                 variants: Sequence[Variant], *, seed: int = 0, emit: Emit | None = None,
+                 repro: ReproFn = repro_command, hook: str = "") -> dict[str, list[ResultRecord]]:
+    """Several variants of one architecture in one task: one build and one CPU reference (neither depends on the
+    device's settings), then the checks once per variant with its settings in force; key -> its records.
+    ``emit("setting", key)`` comes before each variant's records. A ``hook`` stand-in runs each variant alone."""
+    dev = process_device(device) if isinstance(device, str) else device
+    checks = list(checks)
+    if hook:
+        out = {}
+        for key, switches, cpu_ops in variants:
+            if emit is not None:
+                emit("setting", key)
+            out[key] = run_variant(entry, dev, checks, seed=seed, emit=emit, switches=switches, cpu_ops=cpu_ops,
+                                   hook=hook)
+        return out
+    got: dict[str, list[ResultRecord]] = {key: [] for key, _, _ in variants}
+    at = ""
+
+    def collect(kind: str, payload: Any) -> None:
+        nonlocal at
+        if kind == "setting":
+            at = payload
+        elif kind == "record":
+            got[at].append(payload)
+        if emit is not None:
+            emit(kind, payload)
+
+    settings = [(key, partial(variant, dev, switches, cpu_ops)) for key, switches, cpu_ops in variants]
+    run_architecture(entry, dev, checks, seed=seed, emit=collect, repro=repro, settings=settings)
+    return got
 
 
 def run_variant(entry: ArchitectureEntry, device: Device | str, checks: Iterable[Check | str], *, seed: int = 0,

@@ -74,3 +74,11 @@ def child_then_sleep(seconds: float, emit) -> str:  # noqa: ANN001
     emit("child", child.pid)
     time.sleep(seconds)
     return "woke"
+
+
+def units(n: int, seconds: float, emit) -> int:  # noqa: ANN001 - the pool's callback
+    """``n`` units of work, each announced as a "unit" event, each taking ``seconds``."""
+    for i in range(n):
+        emit("unit", i)
+        time.sleep(seconds)
+    return n

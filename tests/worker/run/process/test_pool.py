@@ -82,6 +82,18 @@ def test_timeout_kills_and_continues() -> None:
         assert time.monotonic() - t0 < 30
 
 
+def test_a_task_of_several_units_gets_the_time_limit_per_unit() -> None:
+    # Four units of 0.5 s (2 s in all) under a 1.5 s limit counted from each "unit" event: it finishes. A unit that
+    # hangs is still stopped at the limit, and the task's duration stays the whole task's.
+    with Pool(1, time_limit_s=1.5, memory_limit_mb=400, warmup=None) as p:
+        out = run_all(p, [Task("units", f"{J}:units", (4, 0.5), stream=True, clock_on="unit"),
+                          Task("hung", f"{J}:units", (2, 60), stream=True, clock_on="unit"),
+                          Task("whole", f"{J}:units", (4, 0.5), stream=True)])
+    assert out["units"].kind == "ok" and out["units"].value == 4 and out["units"].duration_s >= 2.0
+    assert out["hung"].kind == "timeout"
+    assert out["whole"].kind == "timeout"  # without clock_on the limit is the whole task's, as before
+
+
 def test_memory_limit_kills_before_total() -> None:
     with Pool(1, time_limit_s=60, memory_limit_mb=250, warmup=None) as p:
         out = run_all(p, [Task("hog", f"{J}:grow", (20, 2000)), Task("next", f"{J}:add", (0, 1))])
