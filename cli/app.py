@@ -19,6 +19,7 @@ from cli.help_text import SweepCommand, checks_help
 from compat.results import Check, Trigger
 from compat.settings import get_settings
 from worker.orchestration.nightly import parse_baseline
+from worker.orchestration.warm_pool import sweep_pool
 
 PLAIN = admin.PLAIN  # Click's plain help: no option name cut at 80 columns (admin.PLAIN says why)
 app = typer.Typer(help="Which Hugging Face causal-LM architectures run correctly on a device, and why not.",
@@ -102,11 +103,23 @@ def sweep(
     baseline_run = parse_baseline(baseline).run_id if baseline else None
     if baseline_run is not None:
         lazy.stored().run_id(baseline_run)
-    code = lazy.harness().sweep(device=dev, source=src, limit=limit, arch=arch,
-                            checks=wanted_checks, jobs=settings.jobs if jobs is None else jobs, json_path=json_path,
-                            store=store, trigger=trigger, broker=broker, baseline=baseline,
-                            fail_on_regression=fail_on_regression, resume=resume,
-                            measure_decisions=measure_decisions, switches=chosen, measure_chains=measure_chains)
+    n_jobs = settings.jobs if jobs is None else jobs
+    # The workers start now, before the harness (torch, transformers) is imported here: their warm-up overlaps it.
+    # Not with --switch (its NEURON_SWITCHES is set for the workers later) nor when nothing runs in a local pool.
+    early = None
+    if not (broker or resume or chosen) and n_jobs > 0:
+        validate.memory_limit()
+        early = sweep_pool(dev, min(n_jobs, len(arch) if arch else limit or n_jobs)).start()
+    try:
+        code = lazy.harness().sweep(device=dev, source=src, limit=limit, arch=arch,
+                                    checks=wanted_checks, jobs=n_jobs, json_path=json_path,
+                                    store=store, trigger=trigger, broker=broker, baseline=baseline,
+                                    fail_on_regression=fail_on_regression, resume=resume,
+                                    measure_decisions=measure_decisions, switches=chosen,
+                                    measure_chains=measure_chains, pool=early)
+    finally:
+        if early is not None:
+            early.close()  # the harness closes it when it ran; not when it stopped before (a bad catalog)
     if baseline:
         raise typer.Exit(code)
 

@@ -46,8 +46,9 @@ from worker.orchestration.executors import CeleryExecutor, ProgressFn, RunOutcom
 from worker.orchestration.flake_guard import rerun_regressions, rerun_work
 from worker.orchestration.nightly import Rerun, regression_gate
 from worker.orchestration.planning import make_plan
-from worker.orchestration.sweep import run_sweep, sweep_pool, write_report
+from worker.orchestration.sweep import run_sweep, write_report
 from worker.orchestration.variants import VariantRunner
+from worker.orchestration.warm_pool import sweep_pool
 from worker.run.checks.checks import RUN_ORDER
 from worker.run.process.devices import Device, DeviceError, resolve_device
 from worker.run.process.pool import MemoryLimitTooLow, Pool, check_memory_limit
@@ -69,24 +70,26 @@ def _store(enabled: bool) -> Store | None:
 def sweep(*, device: str, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
           json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
           fail_on_regression: bool, resume: str | None = None, measure_decisions: bool = True,
-          switches: dict[str, str] | None = None, measure_chains: bool = True) -> int:
+          switches: dict[str, str] | None = None, measure_chains: bool = True, pool: Pool | None = None) -> int:
     """``compat sweep``: run the sweep (here or on the cluster), or finish an interrupted one (``resume``), print
     the coverage table; the exit code of the gate when ``baseline`` is given, else 0. ``switches``: the device's
-    decisions at other options, for this sweep only (in this process and the workers it starts)."""
+    decisions at other options, for this sweep only (in this process and the workers it starts). ``pool``: the
+    sweep's workers, already started (``warm_pool.sweep_pool``; closed here)."""
     if resume is not None:
         return _resume(resume, jobs, json_path, baseline, fail_on_regression)
     if switches:
         with decisions.switched(_device(device), switches):
             # Resolved again inside: the run records the device as it is now, switches included.
             return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker,
-                          baseline, fail_on_regression, measure_decisions, measure_chains)
+                          baseline, fail_on_regression, measure_decisions, measure_chains, pool)
     return _sweep(_device(device), source, limit, arch, checks, jobs, json_path, store, trigger, broker, baseline,
-                  fail_on_regression, measure_decisions, measure_chains)
+                  fail_on_regression, measure_decisions, measure_chains, pool)
 
 
 def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, checks: list[Check], jobs: int,
            json_path: Path | None, store: bool, trigger: str, broker: bool, baseline: str | None,
-           fail_on_regression: bool, measure_decisions: bool, measure_chains: bool = True) -> int:
+           fail_on_regression: bool, measure_decisions: bool, measure_chains: bool = True,
+           started: Pool | None = None) -> int:
     if not broker and jobs > 0:
         try:
             check_memory_limit(get_settings().arch_memory_mb)
@@ -110,8 +113,12 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
     sink = _store(store) if not broker else None
     with ExitStack() as stack:
         # The sweep's warm workers stay for the re-runs after it (decisions, chains): no second start.
-        pool = stack.enter_context(sweep_pool(dev, jobs)) if (
-            not broker and jobs > 0 and (measure_decisions or measure_chains)) else None
+        if started is not None:
+            pool: Pool | None = stack.enter_context(started)
+        elif not broker and jobs > 0 and (measure_decisions or measure_chains):
+            pool = stack.enter_context(sweep_pool(dev.name, jobs))
+        else:
+            pool = None
         report = _sweep_phases(dev, entries, checks, jobs, json_path, trigger, broker, catalog, scope, sink,
                                measure_decisions, measure_chains, pool)
     rerun = (_broker_rerun(report, dev) if broker else _local_rerun(report, dev)) if baseline else None

@@ -20,6 +20,7 @@ from compat.results import ALL_CHECKS, DEFAULT_CHECKS, Check
 from compat.settings import get_settings
 from worker.catalog.names import catalog_names
 from worker.run.process.device_names import KNOWN_DEVICES, device_type, normalize
+from worker.run.process.pool import MemoryLimitTooLow, check_memory_limit
 
 SOURCES = ("auto", "hub", "snapshot", "registry")  # catalog sources (worker.catalog.load.SOURCES, auto first)
 LIST_ARCHITECTURES = "`compat catalog list`"
@@ -219,3 +220,12 @@ def neuron_switches(device_name: str) -> None:
         return  # the profile itself cannot be read here: the device says why when it loads
     for item in filter(None, (p.strip() for p in text.split(","))):
         _switch(item, known, f"NEURON_SWITCHES={text.strip()}")
+
+
+def memory_limit() -> None:
+    """COMPAT_ARCH_MEMORY_MB must be above what an idle worker holds (else every task dies at once): checked before
+    any worker starts."""
+    try:
+        check_memory_limit(get_settings().arch_memory_mb)
+    except MemoryLimitTooLow as exc:
+        raise fail(str(exc)) from None

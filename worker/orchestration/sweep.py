@@ -42,11 +42,12 @@ from worker.orchestration.executors import (
     finalize,
     resolve_runner,
 )
+from worker.orchestration.warm_pool import sweep_pool
 from worker.run.process.capture import attach_log
 from worker.run.process.determinants import run_determinants
 from worker.run.process.devices import Device, device_versions
 from worker.run.process.pool import Outcome, Pool, Task, check_memory_limit
-from worker.run.runner.runner import ARCH_THREADS, ReproFn, repro_command, run_architecture, submission_repro
+from worker.run.runner.runner import ReproFn, repro_command, run_architecture, submission_repro
 
 # Pool outcome kind -> the status of the check that was running when the worker was stopped.
 ABORT_STATUS = {"crash": Status.CRASH, "timeout": Status.TIMEOUT, "memory": Status.OOM, "error": Status.ERROR}
@@ -281,18 +282,6 @@ def heartbeat(store: ResultSink | None, run_id: str | None, every_s: float = HEA
         thread.join()
 
 
-def sweep_pool(device: Device, jobs: int, *, time_limit_s: float | None = None,
-               memory_limit_mb: int | None = None) -> Pool:
-    """The sweep's pool of ``jobs`` warm workers on ``device`` (limits: the settings' unless given); a caller that
-    opens one can hand it to ``run_sweep`` and to the phases after it (``VariantRunner``), which then start no
-    workers of their own."""
-    settings = get_settings()
-    return Pool(jobs, time_limit_s=time_limit_s or settings.arch_timeout_s,
-                memory_limit_mb=memory_limit_mb or settings.arch_memory_mb,
-                warmup=None if settings.run_hook else "worker.run.runner.runner:warm_worker",
-                warmup_args=(ARCH_THREADS, device.name))
-
-
 def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Check], seed: int, jobs: int,
               col: _Collector, progress: Progress | None, time_limit_s: float, memory_limit_mb: int,
               repro: ReproFn = repro_command, pool: Pool | None = None) -> None:
@@ -307,7 +296,7 @@ def _run_pool(entries: list[ArchitectureEntry], device: Device, order: list[Chec
     traces: dict[str, OpTrace] = {}
     with ExitStack() as stack:
         if pool is None:
-            pool = stack.enter_context(sweep_pool(device, min(jobs, len(entries)), time_limit_s=time_limit_s,
+            pool = stack.enter_context(sweep_pool(device.name, min(jobs, len(entries)), time_limit_s=time_limit_s,
                                                   memory_limit_mb=memory_limit_mb))
         for ev in pool.run(tasks):
             name = ev.task.key

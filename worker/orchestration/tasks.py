@@ -23,6 +23,7 @@ from compat.settings import get_settings
 from compat.states import SubmissionState
 from worker.orchestration import executors
 from worker.orchestration.celery_app import NIGHTLY_TASK, RUN_ARCHITECTURE_TASK, SUBMISSION_TASK, time_limits
+from worker.run.process.pool import ARCH_THREADS  # the pool's process helpers: no torch
 
 if TYPE_CHECKING:
     from service.store import Store
@@ -59,7 +60,7 @@ def _warm_pool_process() -> None:
     if settings.run_hook:
         return  # tests/benchmarks with a stand-in runner: no torch needed
     # Imported in the forked pool process, never in the worker's main process (see the module docstring).
-    from worker.run.runner.runner import ARCH_THREADS, warm_worker
+    from worker.run.runner.runner import warm_worker
 
     try:
         # The in-process pool's thread count too: with one thread per core here, the Celery path took 1.48x the

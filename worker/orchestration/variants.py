@@ -18,7 +18,8 @@ from typing import Any
 from compat.checks import RUN_ORDER
 from compat.results import ArchitectureEntry, Check, ResultRecord
 from compat.settings import get_settings
-from worker.orchestration.sweep import abort_records, sweep_pool
+from worker.orchestration.sweep import abort_records
+from worker.orchestration.warm_pool import sweep_pool
 from worker.run.process.devices import Device
 from worker.run.process.pool import Pool, Task
 from worker.run.runner.runner import repro_command
@@ -171,7 +172,7 @@ class VariantRunner:
     def _run_pool(self, tasks: Sequence[VariantTask], order: list[Check], got: dict[str, dict[Check, ResultRecord]],
                   timer: _Timer, finished: Callable[[str], None]) -> None:
         if self._pool is None:
-            self._pool = sweep_pool(self.device, self.jobs)
+            self._pool = sweep_pool(self.device.name, self.jobs)
             self._own, self._start_before = True, 0.0
         by_key = {t.key: t for t in tasks}
         rounds = by_architecture(tasks)

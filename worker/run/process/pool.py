@@ -31,6 +31,10 @@ POLL_S = 0.05  # RSS/time watch period: an allocation spike between polls is cau
 # between architectures (worker/run/ranks/group.py). It counts again as soon as it takes a job and renames itself.
 IDLE_PROCESS_NAME = "compat-idle"
 MAX_START_FAILURES = 3  # consecutive workers dying before "ready" -> the pool gives up (broken warm-up)
+# One intra-op thread per architecture process, for every executor: tiny models (hidden ~64) lose more to thread
+# sync than they gain (measured in bench/README.md: jobs=1 with 2 threads ran forward 5x and generate 2x slower per
+# check than 1 thread). Parallelism comes from running architectures side by side instead.
+ARCH_THREADS = 1
 
 
 # A warm worker (torch 2.13 CPU, transformers 5.23 and neuron_backend imported, Python 3.11, Linux x86_64) holds
@@ -186,6 +190,13 @@ class Pool:
     def __enter__(self) -> Pool:
         return self
 
+    def start(self) -> Pool:
+        """Start every worker now (``run`` starts them on its first call): their warm-up then overlaps what the
+        caller does before its first ``run``."""
+        while len(self._slots) < self.jobs:
+            self._slots.append(self._spawn())
+        return self
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
@@ -332,22 +343,63 @@ class Pool:
         return None
 
     def close(self) -> None:
+        # Every idle worker is told to stop first, then all are awaited: each takes ~1 s to tear torch down, so
+        # one after the other that was a second per worker at the end of every run. One still warming up (a pool
+        # closed before its first run: the command stopped early) has nothing to finish: it is killed at once.
+        stopping = []
         for slot in self._slots:
             try:
-                if slot.proc.is_alive() and slot.task is None:
+                if slot.ready and slot.proc.is_alive() and slot.task is None:
                     slot.conn.send(None)
-                    slot.proc.join(timeout=2)
+                    stopping.append(slot)
             except (OSError, BrokenPipeError):
                 pass
+        deadline = time.monotonic() + 2
+        for slot in self._slots:
+            if slot in stopping:
+                slot.proc.join(timeout=max(0.0, deadline - time.monotonic()))
             self._kill(slot)
         self._slots = []
 
 
 def _descendants(pid: int | None) -> list[psutil.Process]:
-    try:
-        return psutil.Process(pid).children(recursive=True) if pid else []
-    except psutil.Error:
+    if not pid:
         return []
+    pids = _child_pids(pid)
+    if pids is None:  # no /proc/PID/task/TID/children on this kernel: psutil's scan of every process
+        try:
+            return psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            return []
+    out = []
+    while pids:
+        child = pids.pop()
+        try:
+            out.append(psutil.Process(child))
+        except psutil.Error:
+            continue
+        pids += _child_pids(child) or []
+    return out
+
+
+def _child_pids(pid: int) -> list[int] | None:
+    """``pid``'s children from ``/proc/PID/task/*/children`` (None where the kernel has no such file): the RSS watch
+    asks every 50 ms per worker, and psutil's ``children()`` reads every process's stat file each time (~2 ms)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    out: list[int] = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+        except FileNotFoundError:
+            if tid == str(pid) and os.path.exists(f"/proc/{pid}"):
+                return None
+        except OSError:
+            continue
+    return out
 
 
 def tree_rss_mb(pid: int | None) -> float:

@@ -253,12 +253,6 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
         shutil.rmtree(base if own_dir else out_dir, ignore_errors=True)
 
 
-# One intra-op thread per architecture process, for every executor: tiny models (hidden ~64) lose more to thread
-# sync than they gain (measured in bench/README.md: jobs=1 with 2 threads ran forward 5x and generate 2x slower per
-# check than 1 thread). Parallelism comes from running architectures side by side instead.
-ARCH_THREADS = 1
-
-
 def warm_worker(threads: int, device: str) -> None:
     """Pool warm-up: torch/transformers imported once, the device resolved (neuron_backend registered) once."""
     warm_imports(threads)

@@ -94,6 +94,36 @@ def test_a_task_of_several_units_gets_the_time_limit_per_unit() -> None:
     assert out["whole"].kind == "timeout"  # without clock_on the limit is the whole task's, as before
 
 
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _workers(me: psutil.Process) -> list[psutil.Process]:
+    # This process's pool workers (multiprocessing's resource tracker is a child too).
+    return [c for c in me.children() if "resource_tracker" not in " ".join(c.cmdline())]
+
+
+def test_started_workers_serve_the_first_run_and_a_pool_never_run_closes_without_waiting() -> None:
+    me = psutil.Process()
+    with Pool(2, time_limit_s=20, memory_limit_mb=400, warmup=None) as p:
+        p.start()
+        started = {c.pid for c in _workers(me)}
+        assert len(started) == 2  # spawned before any run: their warm-up overlaps the caller's work
+        out = run_all(p, [Task("a", f"{J}:pid"), Task("b", f"{J}:pid"), Task("c", f"{J}:pid")])
+        assert {o.value for o in out.values()} <= started  # the run used them, and started no others
+    assert not [c for c in me.children() if c.pid in started and _running(c)]
+    # Closed while its workers still warm up (a command that stopped before its first run): they are killed, not
+    # awaited through a warm-up that would take a minute.
+    p = Pool(2, time_limit_s=20, memory_limit_mb=400, warmup=f"{J}:sleep", warmup_args=(60,)).start()
+    warming = [c for c in _workers(me) if c.pid not in started]
+    assert len(warming) == 2
+    p.close()
+    assert not [c for c in warming if _running(c)]
+
+
 def test_memory_limit_kills_before_total() -> None:
     with Pool(1, time_limit_s=60, memory_limit_mb=250, warmup=None) as p:
         out = run_all(p, [Task("hog", f"{J}:grow", (20, 2000)), Task("next", f"{J}:add", (0, 1))])
