@@ -19,6 +19,7 @@ from cli.tables import coverage_table
 from cli.validate import architecture_error
 from cli.whatif import run as run_whatif
 from compat.chains import chains_of, rank
+from compat.checks import RUN_ORDER
 from compat.coverage import coverage, native_per_check
 from compat.decisions import DecisionEffect, headline_range
 from compat.diff import RunDiff
@@ -49,7 +50,6 @@ from worker.orchestration.planning import make_plan
 from worker.orchestration.sweep import run_sweep, write_report
 from worker.orchestration.variants import VariantRunner
 from worker.orchestration.warm_pool import sweep_pool
-from worker.run.checks.checks import RUN_ORDER
 from worker.run.process.devices import Device, DeviceError, resolve_device
 from worker.run.process.pool import MemoryLimitTooLow, Pool, check_memory_limit
 from worker.run.reference.reference_cache import folder_cache

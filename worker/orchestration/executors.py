@@ -39,6 +39,9 @@ Runner = Callable[..., list[ResultRecord]]
 ProgressFn = Callable[[int, int], None]
 # Named, not imported: the runner (torch, transformers) loads in the process that runs architectures.
 DEFAULT_RUNNER = "worker.run.runner.runner:run_on"
+# The same runner in the calling process (an in-process sweep, jobs=0; remote-code entries, only marked skipped):
+# it takes the Device itself. Named too, so a process whose architectures all run in workers never loads it.
+IN_PROCESS_RUNNER = "worker.run.runner.runner:run_architecture"
 
 
 @dataclass(frozen=True)

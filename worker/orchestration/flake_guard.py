@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from compat.checks import RUN_ORDER, USES_LOADED_MODEL
 from compat.diff import RunDiff
 from compat.results import ArchitectureEntry, Check, RunInfo, Scope, Trigger
 from worker.orchestration.sweep import ResultSink, run_isolated
-from worker.run.checks.checks import RUN_ORDER, USES_LOADED_MODEL
 from worker.run.process.determinants import run_determinants
 from worker.run.process.devices import Device, device_versions
 

@@ -36,6 +36,7 @@ from compat.settings import get_settings
 from compat.states import RunState
 from worker.orchestration.executors import (
     DEFAULT_RUNNER,
+    IN_PROCESS_RUNNER,
     ProgressFn,
     RunOutcome,
     SweepPlan,
@@ -47,7 +48,7 @@ from worker.run.process.capture import attach_log
 from worker.run.process.determinants import run_determinants
 from worker.run.process.devices import Device, device_versions
 from worker.run.process.pool import Outcome, Pool, Task, check_memory_limit
-from worker.run.runner.runner import ReproFn, repro_command, run_architecture, submission_repro
+from worker.run.runner.reproducers import ReproFn, repro_command, submission_repro
 
 # Pool outcome kind -> the status of the check that was running when the worker was stopped.
 ABORT_STATUS = {"crash": Status.CRASH, "timeout": Status.TIMEOUT, "memory": Status.OOM, "error": Status.ERROR}
@@ -207,7 +208,7 @@ def run_sweep(
                     elif kind == "trace":
                         traces.append(payload)
 
-                judged = (run_architecture(entry, device, order, seed=seed, emit=emit, repro=repro)
+                judged = (resolve_runner(IN_PROCESS_RUNNER)(entry, device, order, seed=seed, emit=emit, repro=repro)
                           if not settings.run_hook else
                           resolve_runner(settings.run_hook)(entry, device.name, order, seed=seed, emit=emit))
                 for rec in judged:

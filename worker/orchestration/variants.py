@@ -18,13 +18,15 @@ from typing import Any
 from compat.checks import RUN_ORDER
 from compat.results import ArchitectureEntry, Check, ResultRecord
 from compat.settings import get_settings
+from worker.orchestration.executors import resolve_runner
 from worker.orchestration.sweep import abort_records
 from worker.orchestration.warm_pool import sweep_pool
 from worker.run.process.devices import Device
 from worker.run.process.pool import Pool, Task
-from worker.run.runner.runner import repro_command
-from worker.run.runner.variant import Variant, run_variants
+from worker.run.runner.reproducers import repro_command
 
+# Named, not imported: the runner (torch's checks, peft, trl) loads where the re-runs run, a pool worker, or this
+# process when it runs them itself (jobs=0).
 RUNNER = "worker.run.runner.variant:run_variants"
 Progress = Callable[[str, int, int], None]  # (task key, done, total)
 
@@ -156,8 +158,8 @@ class VariantRunner:
                     elif kind == "record":
                         got[at][payload.check] = payload
 
-                out = run_variants(group[0].entry, self.device, order, [_variant(t) for t in group], seed=self.seed,
-                                   emit=emit, hook=self.hook)
+                out = resolve_runner(RUNNER)(group[0].entry, self.device, order, [_variant(t) for t in group],
+                                             seed=self.seed, emit=emit, hook=self.hook)
                 for t in group:
                     for rec in out.get(t.key, []):
                         got[t.key].setdefault(rec.check, rec)
@@ -208,15 +210,14 @@ class VariantRunner:
             elif ev.done is not None:
                 out = ev.done
                 timer.done(gkey, out.duration_s)
-                group = members[gkey]
+                keys = [t.key for t in members[gkey]]
                 if out.kind == "ok":
-                    for t in group:
-                        for rec in out.value.get(t.key, []):
-                            got[t.key].setdefault(rec.check, rec)
-                    for t in group[[t.key for t in group].index(current) if current else 0:]:
-                        finished(t.key)
+                    for key in keys:
+                        for rec in out.value.get(key, []):
+                            got[key].setdefault(rec.check, rec)
+                    for key in keys[keys.index(current) if current else 0:]:
+                        finished(key)  # the ones before it were finished as the next began
                     continue
-                keys = [t.key for t in group]
                 if current is None:  # stopped in the build or the CPU reference: every variant's outcome
                     stopped, rest = keys, []
                 else:
@@ -243,5 +244,6 @@ def _group_key(group: Sequence[VariantTask]) -> str:
     return group[0].key if len(group) == 1 else f"{group[0].entry.name} ({len(group)} variants)"
 
 
-def _variant(t: VariantTask) -> Variant:
+def _variant(t: VariantTask) -> tuple[str, dict[str, str] | None, tuple[str, ...] | None]:
+    """The task as ``run_variants`` takes one variant: (key, switches, cpu_ops)."""
     return (t.key, dict(t.switches) if t.switches is not None else None, t.cpu_ops)

@@ -17,6 +17,7 @@ import torch
 
 from worker.judge import judge
 from worker.judge.attribution import raised_at
+from worker.run.reference import finetune_params
 from worker.run.reference import lora as lora_mod
 from worker.run.reference import reference as reference_mod
 from worker.run.reference import sft as sft_mod
@@ -26,9 +27,9 @@ from worker.run.reference.reference import ReferenceFailure
 from worker.run.reference.reference_cache import tensors_spec, versions_of
 
 # The code that computes these references is part of their key (as reference.CODE_DIGEST is of the others, and
-# reference.py itself is in that one): an edit to the LoRA or SFT recipe is a new entry. Read at import, so the
-# digest is of the code this process runs.
-CODE_DIGEST = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (lora_mod, sft_mod))
+# reference.py itself is in that one): an edit to the LoRA or SFT recipe or to their hyper-parameters is a new entry.
+# Read at import, so the digest is of the code this process runs.
+CODE_DIGEST = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (lora_mod, sft_mod, finetune_params))
                              + Path(__file__).read_bytes()).hexdigest()
 # Libraries the SFT run goes through beyond the key's own (torch, transformers, peft, trl): Trainer's device
 # placement and data loading (accelerate), the in-memory dataset (datasets) and the code-built tokenizer (tokenizers).

@@ -19,9 +19,9 @@ from tokenizers.models import WordLevel
 from transformers import PreTrainedTokenizerFast
 from trl import SFTConfig, SFTTrainer
 
+from worker.run.reference.finetune_params import SFT_STEPS
 from worker.run.reference.reference import BATCH, LR, load_model
 
-SFT_STEPS = 2  # the number
 PAD_TOKEN = "<pad>"  # token id 0, as the generate check's pad id
 
 

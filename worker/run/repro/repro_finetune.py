@@ -10,9 +10,8 @@ from typing import Any
 
 from compat.results import DISTRIBUTED_CHECKS, FINETUNE_CHECKS, Check
 from worker.run.reference import inputs as input_table
-from worker.run.reference.lora import LORA_ALPHA, LORA_RANK, LORA_TARGETS
+from worker.run.reference.finetune_params import LORA_ALPHA, LORA_RANK, LORA_TARGETS, SFT_STEPS
 from worker.run.reference.reference import BATCH, LR, MAX_INPUT_ID, SEQ
-from worker.run.reference.sft import SFT_STEPS
 from worker.run.repro.repro import repro_script
 
 
@@ -27,7 +26,7 @@ import copy
 import os
 import re
 
-LORA_TARGETS = {lora_targets!r}  # worker/run/reference/lora.py's table, for architectures without attention projections
+LORA_TARGETS = {lora_targets!r}  # worker/run/reference/finetune_params.py's table, for architectures without attention projections
 
 
 def lora_targets(model):

@@ -13,7 +13,6 @@ import tempfile
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,31 +29,13 @@ from worker.run.process.pool import warm_imports
 from worker.run.process.stack_room import call_with_stack_room
 from worker.run.reference.reference import ReferenceFailure, prepare_reference
 from worker.run.reference.reference_cache import default_cache
+from worker.run.runner.reproducers import ReproFn, repro_command
 
 # emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace),
 # "setting" (its key: the records after it are that setting's, see run_architecture's ``settings``).
 Emit = Callable[[str, Any], None]
 # (key, a context to run the checks in): one pass of the checks over the same build and reference.
 Setting = tuple[str, Callable[[], AbstractContextManager[object]]]
-
-
-# (architecture, device, check) -> the `compat repro` command that rebuilds what the run built; the sweep picks
-# one per run and hands it to the runner (a module-level function or a partial of one: it crosses the pool's pipe).
-ReproFn = Callable[[str, str, Check | str], str]
-
-
-def repro_command(architecture: str, device: str, check: Check | str) -> str:
-    """A catalog run's records: the catalog's entry of ``architecture``, shrunk."""
-    return f"compat repro {architecture} --device {device} --check {check}"
-
-
-def submission_repro_command(submission_id: int, architecture: str, device: str, check: Check | str) -> str:
-    """A submission run's records: the submitted config (kept on the submission's row), shrunk the same way."""
-    return f"compat repro --submission {submission_id} --device {device} --check {check}"
-
-
-def submission_repro(submission_id: int) -> ReproFn:
-    return partial(submission_repro_command, submission_id)
 
 
 def _ordered(checks: Iterable[Check | str]) -> list[Check]:

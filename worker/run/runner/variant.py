@@ -19,7 +19,8 @@ from typing import Any
 from compat.results import ArchitectureEntry, Check, ResultRecord
 from worker.run.process.devices import Device, process_device
 from worker.run.process.environ import environ_set
-from worker.run.runner.runner import Emit, ReproFn, repro_command, run_architecture
+from worker.run.runner.reproducers import ReproFn, repro_command
+from worker.run.runner.runner import Emit, run_architecture
 
 SWITCHES_ENV = "NEURON_SWITCHES"  # neuron_backend/config.py: the start value of the profile's switches
 CPU_OPS_ENV = "NEURON_CPU_OPS"  # neuron_backend/config.py: the harness-only knob the blocker chains use

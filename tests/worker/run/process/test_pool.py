@@ -108,9 +108,10 @@ def _workers(me: psutil.Process) -> list[psutil.Process]:
 
 def test_started_workers_serve_the_first_run_and_a_pool_never_run_closes_without_waiting() -> None:
     me = psutil.Process()
+    before = {c.pid for c in _workers(me)}  # what earlier tests in this process left running is not this pool's
     with Pool(2, time_limit_s=20, memory_limit_mb=400, warmup=None) as p:
         p.start()
-        started = {c.pid for c in _workers(me)}
+        started = {c.pid for c in _workers(me)} - before
         assert len(started) == 2  # spawned before any run: their warm-up overlaps the caller's work
         out = run_all(p, [Task("a", f"{J}:pid"), Task("b", f"{J}:pid"), Task("c", f"{J}:pid")])
         assert {o.value for o in out.values()} <= started  # the run used them, and started no others
@@ -118,7 +119,7 @@ def test_started_workers_serve_the_first_run_and_a_pool_never_run_closes_without
     # Closed while its workers still warm up (a command that stopped before its first run): they are killed, not
     # awaited through a warm-up that would take a minute.
     p = Pool(2, time_limit_s=20, memory_limit_mb=400, warmup=f"{J}:sleep", warmup_args=(60,)).start()
-    warming = [c for c in _workers(me) if c.pid not in started]
+    warming = [c for c in _workers(me) if c.pid not in started | before]
     assert len(warming) == 2
     p.close()
     assert not [c for c in warming if _running(c)]
