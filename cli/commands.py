@@ -16,7 +16,7 @@ from cli import repro as repro_commands  # noqa: F401  (`compat repro`, run thro
 from cli.console import console, fail
 from cli.progress import arch_note, fetch_progress, reporter
 from cli.tables import coverage_table
-from cli.validate import architecture_error
+from cli.validate import architecture_error, memory_limit
 from cli.whatif import run as run_whatif
 from compat.chains import chains_of, rank
 from compat.checks import RUN_ORDER
@@ -51,7 +51,7 @@ from worker.orchestration.sweep import run_sweep, write_report
 from worker.orchestration.variants import VariantRunner
 from worker.orchestration.warm_pool import sweep_pool
 from worker.run.process.devices import Device, DeviceError, resolve_device
-from worker.run.process.pool import MemoryLimitTooLow, Pool, check_memory_limit
+from worker.run.process.pool import Pool
 from worker.run.reference.reference_cache import folder_cache
 
 
@@ -91,10 +91,7 @@ def _sweep(dev: Device, source: str, limit: int | None, arch: list[str] | None, 
            fail_on_regression: bool, measure_decisions: bool, measure_chains: bool = True,
            started: Pool | None = None) -> int:
     if not broker and jobs > 0:
-        try:
-            check_memory_limit(get_settings().arch_memory_mb)
-        except MemoryLimitTooLow as exc:
-            raise fail(str(exc)) from None
+        memory_limit()
     try:
         catalog = _load_catalog(source, None)
     except CatalogError as exc:

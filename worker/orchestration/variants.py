@@ -149,14 +149,12 @@ class VariantRunner:
             for group in by_architecture(tasks):
                 at = group[0].key
 
-                def emit(kind: str, payload: Any) -> None:
+                def emit(kind: str, payload: Any) -> None:  # the records come back from run_variants, by variant
                     nonlocal at
                     if kind == "setting":
                         at = payload
                     elif kind == "phase":
                         timer.phase(at, payload)
-                    elif kind == "record":
-                        got[at][payload.check] = payload
 
                 out = resolve_runner(RUNNER)(group[0].entry, self.device, order, [_variant(t) for t in group],
                                              seed=self.seed, emit=emit, hook=self.hook)

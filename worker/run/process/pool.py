@@ -355,9 +355,9 @@ class Pool:
             except (OSError, BrokenPipeError):
                 pass
         deadline = time.monotonic() + 2
+        for slot in stopping:
+            slot.proc.join(timeout=max(0.0, deadline - time.monotonic()))
         for slot in self._slots:
-            if slot in stopping:
-                slot.proc.join(timeout=max(0.0, deadline - time.monotonic()))
             self._kill(slot)
         self._slots = []
 

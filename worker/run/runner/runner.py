@@ -109,8 +109,8 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
                       workdir: Path | None, emit: Emit | None, known_issues_path: Path | None,
                       repro: ReproFn, settings: Sequence[Setting]) -> list[ResultRecord]:
     order = _ordered(checks)
-    passes: list[Setting] = list(settings) or [("", contextlib.nullcontext)]
-    left = list(passes)  # the settings whose records are not all out yet; the first is the current one
+    # The settings whose records are not all out yet, the first the current one (a plain run: one that sets nothing).
+    left: list[Setting] = list(settings) or [("", contextlib.nullcontext)]
     current: list[ResultRecord] = []  # the current setting's records so far
     begun = False  # whether the current setting has begun (its records may have started)
     dev_name = device.name
