@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import tempfile
@@ -48,28 +50,78 @@ class Catalog:
         return next((e for e in self.entries if e.name == name), None)
 
 
-def registry_entries() -> list[ArchitectureEntry]:
+def registry_entries(cache: Path | None = None) -> list[ArchitectureEntry]:
     """Every causal-LM class of the installed Transformers, in its mapping order, one entry per class.
 
     A class mapped from several model types (``LlamaForCausalLM`` from llama, internlm3, ...) keeps the model
-    type whose config class is the class's own ``config_class``, else the first one.
+    type whose config class is the class's own ``config_class``, else the first one. Reading ``config_class``
+    imports the class's modeling module (7 classes, ~1.8 s of a sweep's start with their dependencies): ``cache``,
+    a JSON file, keeps those choices for as long as the files they were read from are unchanged.
     """
     by_class: dict[str, list[str]] = {}
     for model_type, class_name in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
         by_class.setdefault(class_name, []).append(model_type)
-    entries = []
-    for rank, (class_name, model_types) in enumerate(by_class.items(), start=1):
-        chosen = model_types[0]
-        if len(model_types) > 1:
-            own = getattr(getattr(transformers, class_name, None), "config_class", None)
-            own_type = getattr(own, "model_type", None)
-            if own_type in model_types:
-                chosen = own_type
-            elif own is not None:
-                chosen = next((mt for mt in model_types if mt in CONFIG_MAPPING and CONFIG_MAPPING[mt] is own),
-                              chosen)
-        entries.append(ArchitectureEntry(name=class_name, model_type=chosen, rank=rank))
-    return entries
+    several = {c: mts for c, mts in by_class.items() if len(mts) > 1}
+    key = _sources_key(several) if cache is not None else None
+    chosen = _read_choices(cache, key) if cache is not None and key is not None else None
+    if chosen is None:
+        chosen = {c: _own_model_type(c, mts) for c, mts in several.items()}
+        if cache is not None and key is not None:
+            _write_choices(cache, key, chosen)
+    return [ArchitectureEntry(name=class_name, model_type=chosen.get(class_name, model_types[0]), rank=rank)
+            for rank, (class_name, model_types) in enumerate(by_class.items(), start=1)]
+
+
+def _own_model_type(class_name: str, model_types: list[str]) -> str:
+    """Of ``model_types`` (all mapped to ``class_name``), the one of the class's own config class, else the first."""
+    own = getattr(getattr(transformers, class_name, None), "config_class", None)
+    own_type = getattr(own, "model_type", None)
+    if own_type in model_types:
+        return own_type
+    if own is not None:
+        return next((mt for mt in model_types if mt in CONFIG_MAPPING and CONFIG_MAPPING[mt] is own), model_types[0])
+    return model_types[0]
+
+
+def _sources_key(several: dict[str, list[str]]) -> str | None:
+    """What the choices are read from: the installed Transformers (version, where), its two auto mappings and each
+    class's modeling file (path, mtime, size), found without importing them; None when a file cannot be found."""
+    modules = ["models.auto.modeling_auto", "models.auto.configuration_auto"]
+    class_to_module = getattr(transformers, "_class_to_module", {})  # transformers' lazy import structure
+    try:
+        modules += [class_to_module[c] for c in several]
+        files = []
+        for module in modules:
+            spec = importlib.util.find_spec(f"transformers.{module}")
+            if spec is None or spec.origin is None:
+                return None
+            st = os.stat(spec.origin)
+            files.append([spec.origin, st.st_mtime_ns, st.st_size])
+    except (KeyError, ImportError, OSError, ValueError):
+        return None
+    payload = {"transformers": transformers.__version__, "several": several, "files": files}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _read_choices(path: Path, key: str) -> dict[str, str] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("choices"), dict):
+        return None
+    return data["choices"]
+
+
+def _write_choices(path: Path, key: str, choices: dict[str, str]) -> None:
+    """Atomic; a cache that cannot be written (a read-only var dir) only costs the next start its imports."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+            json.dump({"key": key, "choices": choices}, f)
+        os.replace(f.name, path)
+    except OSError:
+        pass
 
 
 def _snapshot_id(payload: dict[str, Any]) -> str:

@@ -36,7 +36,8 @@ def load_catalog(source: str = "auto", limit: int | None = None, *, settings: Se
     if source == "auto":
         source = "snapshot" if settings.snapshot_path.exists() else "registry"
     if source == "registry":
-        return _limited(Catalog(source="registry", snapshot_id=None, entries=registry_entries()), limit)
+        entries = registry_entries(cache=settings.var_dir / "catalog" / "registry-model-types.json")
+        return _limited(Catalog(source="registry", snapshot_id=None, entries=entries), limit)
     if source == "snapshot":
         return _limited(read_snapshot(settings.snapshot_path), limit)
     # limit counts architectures; the Hub listing is models, so list settings.hub_limit models and cut after.

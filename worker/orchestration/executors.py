@@ -6,7 +6,6 @@ Imported by the Celery worker's main process, which forks the pool processes: no
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import tempfile
@@ -30,6 +29,7 @@ from compat.results import (
 )
 from compat.settings import get_settings
 from worker.orchestration.celery_app import RUN_ARCHITECTURE_TASK
+from worker.run.process.by_name import resolve
 from worker.run.process.capture import attach_log, captured_output
 
 log = logging.getLogger(__name__)
@@ -74,10 +74,7 @@ class RunOutcome:
 def resolve_runner(hook: str | None = None) -> Runner:
     """The "run one architecture" function: ``DEFAULT_RUNNER``, or a test/benchmark hook (``COMPAT_RUN_HOOK``)."""
     hook = (get_settings().run_hook if hook is None else hook) or DEFAULT_RUNNER
-    module, _, name = hook.partition(":")
-    if not module or not name:
-        raise ValueError(f"COMPAT_RUN_HOOK must be 'module:function', got {hook!r}")
-    return getattr(importlib.import_module(module), name)
+    return resolve(hook)
 
 
 def _failed(entry: ArchitectureEntry, device: str, checks: list[Check], status: Status, reason: str,

@@ -22,7 +22,7 @@ from worker.judge.attribution import (
     missing_package_reason,
     reference_blame,
 )
-from worker.run.checks.finetune_checks import check_lora, check_sft, distributed_record
+from worker.run.process.by_name import resolve
 from worker.run.reference.context import CheckContext
 from worker.run.reference.optrace import OpRecorder
 from worker.run.reference.reference import (
@@ -101,11 +101,23 @@ def check_compile(ctx: CheckContext) -> judge.Verdict:
     return verdict
 
 
+# The fine-tuning checks (lora, sft; fsdp, tp in a rank group: distributed_record), by name: their module imports
+# PEFT, TRL, datasets and FSDP (~1.4 s of a pool worker's ~3 s warm-up), which the default checks never use.
+FINETUNE_CHECKS = "worker.run.checks.finetune_checks"
+
+
+def _finetune(name: str) -> Callable[[CheckContext], judge.Verdict]:
+    def run(ctx: CheckContext) -> judge.Verdict:
+        return resolve(f"{FINETUNE_CHECKS}:{name}")(ctx)
+    return run
+
+
 # The in-process checks' work; the distributed ones run in a rank group (distributed_record). Order, kind and the
 # rest of each check's facts: compat/checks.py.
 CHECKS: dict[Check, Callable[[CheckContext], judge.Verdict]] = {
     Check.LOAD: check_load, Check.FORWARD: check_forward, Check.GENERATE: check_generate,
-    Check.TRAIN: check_train, Check.COMPILE: check_compile, Check.LORA: check_lora, Check.SFT: check_sft,
+    Check.TRAIN: check_train, Check.COMPILE: check_compile, Check.LORA: _finetune("check_lora"),
+    Check.SFT: _finetune("check_sft"),
 }
 if set(CHECKS) != set(Check) - set(DISTRIBUTED_CHECKS):
     raise AssertionError("every check that is not distributed has its work in CHECKS (compat/checks.py's table)")
@@ -133,7 +145,7 @@ def run_check(ctx: CheckContext, check: Check) -> ResultRecord:
     if check in USES_LOADED_MODEL and ctx.model is None:
         return ResultRecord(**base, status=Status.SKIPPED, reason="load failed")
     if check in DISTRIBUTED_CHECKS:
-        return distributed_record(ctx, check)
+        return resolve(f"{FINETUNE_CHECKS}:distributed_record")(ctx, check)
     dev.reset_fallback()
     dev.reset_peak_memory()
     t0 = time.perf_counter()

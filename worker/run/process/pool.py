@@ -7,7 +7,6 @@ A task's descendant processes (the fsdp/tp checks' rank group) count against its
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing as mp
 import os
 import resource
@@ -24,7 +23,9 @@ from typing import Any
 
 import psutil
 
+from worker.run.process.by_name import resolve
 from worker.run.process.capture import captured_output, process_local_bar_lock, read_from
+from worker.run.process.quick_exit import exit_now
 
 POLL_S = 0.05  # RSS/time watch period: an allocation spike between polls is caught by the rlimit backstop
 # A descendant that names itself this (Linux comm, prctl PR_SET_NAME) holds no task's memory: a warm rank waiting
@@ -113,15 +114,10 @@ def warm_imports(threads: int) -> None:
     transformers.utils.logging.set_verbosity_error()
 
 
-def _resolve(fn: str):  # noqa: ANN202
-    mod, _, name = fn.partition(":")
-    return getattr(importlib.import_module(mod), name)
-
-
 def _child_main(conn: Connection, warmup: str | None, warmup_args: tuple, as_limit_mb: int | None) -> None:
     process_local_bar_lock()  # a worker killed at its limit runs no finalizer
     if warmup:
-        _resolve(warmup)(*warmup_args)
+        resolve(warmup)(*warmup_args)
     if as_limit_mb:
         # Backstop against a runaway allocation faster than the parent's RSS poll: cap the address space at
         # what is mapped now plus the limit (so the kernel refuses before the machine swaps).
@@ -132,7 +128,9 @@ def _child_main(conn: Connection, warmup: str | None, warmup_args: tuple, as_lim
     while True:
         msg = conn.recv()
         if msg is None:
-            return
+            # Stopped: nothing is left to finish (every result is sent, every log closed); the atexit handlers
+            # still run (the rank pairs' close), only the ~1 s of freeing torch's modules is skipped.
+            exit_now(0)
         task_id, fn, args, kwargs, stream, log_path = msg
         with captured_output(Path(log_path)) as capture:
             # Every message says how much of the log the task's records have taken, so the parent's outcome
@@ -141,7 +139,7 @@ def _child_main(conn: Connection, warmup: str | None, warmup_args: tuple, as_lim
                 kwargs = {**kwargs, "emit": lambda kind, payload, _id=task_id, _c=capture: conn.send(
                     ("event", _id, kind, payload, _c.taken))}
             try:
-                value = _resolve(fn)(*args, **kwargs)
+                value = resolve(fn)(*args, **kwargs)
                 reply = ("done", task_id, "ok", value)
             except BaseException:  # noqa: BLE001 - report, keep serving
                 traceback.print_exc()
@@ -343,9 +341,9 @@ class Pool:
         return None
 
     def close(self) -> None:
-        # Every idle worker is told to stop first, then all are awaited: each takes ~1 s to tear torch down, so
-        # one after the other that was a second per worker at the end of every run. One still warming up (a pool
-        # closed before its first run: the command stopped early) has nothing to finish: it is killed at once.
+        # Every idle worker is told to stop first, then all are awaited (a stopped worker skips the interpreter's
+        # teardown: exit_now). One still warming up (a pool closed before its first run: the command stopped early)
+        # has nothing to finish: it is killed at once.
         stopping = []
         for slot in self._slots:
             try:

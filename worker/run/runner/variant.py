@@ -9,7 +9,6 @@ back after it, so one pool serves every variant of a phase instead of a fresh po
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -17,6 +16,7 @@ from functools import partial
 from typing import Any
 
 from compat.results import ArchitectureEntry, Check, ResultRecord
+from worker.run.process.by_name import resolve
 from worker.run.process.devices import Device, process_device
 from worker.run.process.environ import environ_set
 from worker.run.runner.reproducers import ReproFn, repro_command
@@ -97,7 +97,5 @@ def run_variant(entry: ArchitectureEntry, device: Device | str, checks: Iterable
     dev = process_device(device) if isinstance(device, str) else device
     with variant(dev, switches, cpu_ops):
         if hook:
-            mod, _, name = hook.partition(":")
-            fn = getattr(importlib.import_module(mod), name)
-            return fn(entry, dev.name, list(checks), seed=seed, emit=emit)
+            return resolve(hook)(entry, dev.name, list(checks), seed=seed, emit=emit)
         return run_architecture(entry, dev, checks, seed=seed, emit=emit, repro=repro)

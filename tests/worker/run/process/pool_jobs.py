@@ -5,6 +5,7 @@ Each one exercises one pool behaviour (result, streaming, crash, hang, memory gr
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -82,3 +83,9 @@ def units(n: int, seconds: float, emit) -> int:  # noqa: ANN001 - the pool's cal
         emit("unit", i)
         time.sleep(seconds)
     return n
+
+
+def at_exit_writes(path: str) -> None:
+    """Warm-up: at the worker's exit, its atexit handlers run (what a stopped worker must still do: the rank pairs'
+    close); this one writes ``path``."""
+    atexit.register(lambda: open(path, "w").write(f"atexit ran in {os.getpid()}"))

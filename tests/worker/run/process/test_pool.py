@@ -196,3 +196,14 @@ def test_an_idle_descendant_holds_no_task_memory(name: str) -> None:
             proc.kill()
         parent.kill()
         parent.wait()
+
+
+def test_a_stopped_worker_runs_its_atexit_handlers_and_exits_cleanly(tmp_path) -> None:  # noqa: ANN001
+    # Stopped at close, a worker skips the interpreter's teardown (exit_now) but not what must still happen at exit.
+    marker = tmp_path / "exited"
+    with Pool(1, time_limit_s=20, memory_limit_mb=400, warmup=f"{J}:at_exit_writes", warmup_args=(str(marker),)) as p:
+        out = run_all(p, [Task("a", f"{J}:pid")])
+        proc = p._slots[0].proc
+        assert out["a"].value == proc.pid
+    assert proc.exitcode == 0  # it stopped by itself: the close did not have to kill it
+    assert marker.read_text() == f"atexit ran in {proc.pid}"
