@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import resource
+import shutil
 import signal
 import tempfile
 import time
@@ -240,6 +241,7 @@ class Pool:
     def run(self, tasks: Iterable[Task]) -> Iterator[Event]:
         """Run every task; yields streamed events and one final Event (``done`` set) per task, as they happen."""
         pending = deque(tasks)
+        self._logdir.mkdir(parents=True, exist_ok=True)  # a pool run again after its close gets its folder back
         while len(self._slots) < min(self.jobs, max(1, len(pending))):
             self._slots.append(self._spawn())
         running = 0
@@ -358,6 +360,9 @@ class Pool:
         for slot in self._slots:
             self._kill(slot)
         self._slots = []
+        # The task logs are removed as each task ends; their folder goes with the pool (it was left in /tmp, empty,
+        # by every pool: 170 of them after one session's sweeps and tests).
+        shutil.rmtree(self._logdir, ignore_errors=True)
 
 
 def _descendants(pid: int | None) -> list[psutil.Process]:

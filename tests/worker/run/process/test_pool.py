@@ -207,3 +207,14 @@ def test_a_stopped_worker_runs_its_atexit_handlers_and_exits_cleanly(tmp_path) -
         assert out["a"].value == proc.pid
     assert proc.exitcode == 0  # it stopped by itself: the close did not have to kill it
     assert marker.read_text() == f"atexit ran in {proc.pid}"
+
+
+def test_a_closed_pool_leaves_no_folder_behind_and_can_run_again() -> None:
+    p = Pool(1, time_limit_s=20, memory_limit_mb=400, warmup=None)
+    logdir = p._logdir
+    assert run_all(p, [Task("a", f"{J}:add", (1, 2))])["a"].value == 3
+    p.close()
+    assert not logdir.exists()  # its task logs went as each task ended, and their folder with the pool
+    assert run_all(p, [Task("b", f"{J}:add", (2, 2))])["b"].value == 4
+    p.close()
+    assert not logdir.exists()
