@@ -18,7 +18,8 @@ PLAIN = {"rich_markup_mode": None}
 runs_app = typer.Typer(help="Stored runs.", no_args_is_help=True, **PLAIN)
 db_app = typer.Typer(help="The results database.", no_args_is_help=True, **PLAIN)
 token_app = typer.Typer(help="API tokens for the service's write endpoints.", no_args_is_help=True, **PLAIN)
-cache_app = typer.Typer(help="The CPU reference cache (COMPAT_REFERENCE_CACHE_DIR; off: COMPAT_REFERENCE_CACHE=0).",
+cache_app = typer.Typer(help="The CPU reference cache and the tiny checkpoints kept beside it "
+                             "(COMPAT_REFERENCE_CACHE_DIR; off: COMPAT_REFERENCE_CACHE=0).",
                         no_args_is_help=True, **PLAIN)
 
 
@@ -71,13 +72,13 @@ def runs_list_cmd(
 
 @cache_app.command("info")
 def cache_info_cmd() -> None:
-    """The cache's folder, entries and size."""
+    """The cache's folder, entries and size (CPU references, and the tiny checkpoints they come from)."""
     lazy.harness().cache_info()
 
 
 @cache_app.command("clear")
 def cache_clear_cmd() -> None:
-    """Delete every cached CPU reference (the next sweep recomputes them)."""
+    """Delete every cached CPU reference and tiny checkpoint (the next sweep builds and computes them again)."""
     lazy.harness().cache_clear()
 
 

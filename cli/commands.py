@@ -52,7 +52,7 @@ from worker.orchestration.variants import VariantRunner
 from worker.orchestration.warm_pool import sweep_pool
 from worker.run.process.devices import Device, DeviceError, resolve_device
 from worker.run.process.pool import Pool
-from worker.run.reference.reference_cache import folder_cache
+from worker.run.reference.reference_cache import checkpoint_folder_cache, folder_cache
 
 
 def _device(name: str) -> Device:
@@ -363,15 +363,16 @@ def whatif(*, chosen: dict[str, str], device: str, run_id: str | None, json_path
 
 
 def cache_info() -> None:
-    """``compat cache info``: the CPU reference cache's folder, entries and size (worker/run/reference/reference_cache.py)."""
-    info = folder_cache().info()
+    """``compat cache info``: the CPU reference cache's folder, entries and size (worker/run/reference/reference_cache.py),
+    and those of the tiny checkpoints kept beside it (worker/run/runner/checkpoints.py)."""
     state = "on" if get_settings().reference_cache else "off (COMPAT_REFERENCE_CACHE=0)"
-    console.print(f"reference cache {state}: {info.entries} entries, {info.size_bytes / 2**20:.1f} MiB of "
-                  f"{info.max_bytes / 2**20:.0f} MiB, in {info.folder}", highlight=False, soft_wrap=True)
+    for what, info in (("reference cache", folder_cache().info()),
+                       ("tiny checkpoints", checkpoint_folder_cache().info())):
+        console.print(f"{what} {state}: {info.entries} entries, {info.size_bytes / 2**20:.1f} MiB of "
+                      f"{info.max_bytes / 2**20:.0f} MiB, in {info.folder}", highlight=False, soft_wrap=True)
 
 
 def cache_clear() -> None:
-    """``compat cache clear``: delete every entry of the CPU reference cache."""
-    cache = folder_cache()
-    console.print(f"reference cache: {cache.clear()} entries deleted from {cache.folder}", highlight=False,
-                  soft_wrap=True)
+    """``compat cache clear``: delete every entry of the CPU reference cache and of the tiny checkpoints'."""
+    for what, cache in (("reference cache", folder_cache()), ("tiny checkpoints", checkpoint_folder_cache())):
+        console.print(f"{what}: {cache.clear()} entries deleted from {cache.folder}", highlight=False, soft_wrap=True)

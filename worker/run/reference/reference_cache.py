@@ -220,3 +220,19 @@ def folder_cache() -> ReferenceCache:
 def default_cache() -> ReferenceCache | None:
     """The cache the runner uses: None when ``COMPAT_REFERENCE_CACHE=0``."""
     return folder_cache() if get_settings().reference_cache else None
+
+
+# The tiny checkpoints the references are computed from (worker/run/runner/checkpoints.py) are kept beside them, in a
+# folder of their own with half the bound: the same switch and folder setting govern both, `compat cache` shows both.
+CHECKPOINTS = "checkpoints"
+
+
+def checkpoint_folder_cache() -> ReferenceCache:
+    """The tiny checkpoints' folder (``<reference cache>/checkpoints``) and bound, whether or not caching is on."""
+    s = get_settings()
+    return ReferenceCache(s.reference_cache_path / CHECKPOINTS, s.reference_cache_mb * 1024 * 1024 // 2)
+
+
+def default_checkpoint_cache() -> ReferenceCache | None:
+    """The checkpoints' cache the runner uses: None when ``COMPAT_REFERENCE_CACHE=0``."""
+    return checkpoint_folder_cache() if get_settings().reference_cache else None

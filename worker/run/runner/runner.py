@@ -28,7 +28,8 @@ from worker.run.process.devices import Device, process_device
 from worker.run.process.pool import warm_imports
 from worker.run.process.stack_room import call_with_stack_room
 from worker.run.reference.reference import ReferenceFailure, prepare_reference
-from worker.run.reference.reference_cache import default_cache
+from worker.run.reference.reference_cache import default_cache, default_checkpoint_cache
+from worker.run.runner.checkpoints import tiny_checkpoint
 from worker.run.runner.reproducers import ReproFn, repro_command
 
 # emit(kind, payload): "phase" (its name), "record" (a ResultRecord, as each check ends), "trace" (an OpTrace),
@@ -180,7 +181,10 @@ def _run_architecture(entry: ArchitectureEntry, device: Device, checks: Iterable
             return every_setting(failure_records(entry, dev_name, order, Status.SKIPPED, why))
         phase("build")
         try:
-            built = build_checkpoint(entry, out_dir, seed=seed)
+            # Kept beside the CPU references: a warm repeat, and each re-run of the phases after the sweep, copies the
+            # checkpoint's files back instead of building it again (checkpoints.py).
+            built = tiny_checkpoint(entry, out_dir, seed=seed, cache=default_checkpoint_cache(),
+                                    build=build_checkpoint)
         except Exception as exc:  # noqa: BLE001
             return every_setting(failure_records(entry, dev_name, order, *_build_failure(exc)))
         phase("reference")
