@@ -52,7 +52,7 @@ from worker.orchestration.variants import VariantRunner
 from worker.orchestration.warm_pool import sweep_pool
 from worker.run.process.devices import Device, DeviceError, resolve_device
 from worker.run.process.pool import Pool
-from worker.run.reference.reference_cache import checkpoint_folder_cache, folder_cache
+from worker.run.reference.reference_cache import ReferenceCache, checkpoint_folder_cache, folder_cache
 
 
 def _device(name: str) -> Device:
@@ -366,13 +366,18 @@ def cache_info() -> None:
     """``compat cache info``: the CPU reference cache's folder, entries and size (worker/run/reference/reference_cache.py),
     and those of the tiny checkpoints kept beside it (worker/run/runner/checkpoints.py)."""
     state = "on" if get_settings().reference_cache else "off (COMPAT_REFERENCE_CACHE=0)"
-    for what, info in (("reference cache", folder_cache().info()),
-                       ("tiny checkpoints", checkpoint_folder_cache().info())):
+    for what, cache in _caches():
+        info = cache.info()
         console.print(f"{what} {state}: {info.entries} entries, {info.size_bytes / 2**20:.1f} MiB of "
                       f"{info.max_bytes / 2**20:.0f} MiB, in {info.folder}", highlight=False, soft_wrap=True)
 
 
 def cache_clear() -> None:
     """``compat cache clear``: delete every entry of the CPU reference cache and of the tiny checkpoints'."""
-    for what, cache in (("reference cache", folder_cache()), ("tiny checkpoints", checkpoint_folder_cache())):
+    for what, cache in _caches():
         console.print(f"{what}: {cache.clear()} entries deleted from {cache.folder}", highlight=False, soft_wrap=True)
+
+
+def _caches() -> list[tuple[str, ReferenceCache]]:
+    """What ``compat cache`` shows and clears: the CPU references, and the tiny checkpoints kept beside them."""
+    return [("reference cache", folder_cache()), ("tiny checkpoints", checkpoint_folder_cache())]

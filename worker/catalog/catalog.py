@@ -62,12 +62,15 @@ def registry_entries(cache: Path | None = None) -> list[ArchitectureEntry]:
     for model_type, class_name in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items():
         by_class.setdefault(class_name, []).append(model_type)
     several = {c: mts for c, mts in by_class.items() if len(mts) > 1}
-    key = _sources_key(several) if cache is not None else None
+    key = _sources_key(several) if cache is not None else None  # None: nothing to keep them under
     chosen = _read_choices(cache, key) if cache is not None and key is not None else None
     if chosen is None:
         chosen = {c: _own_model_type(c, mts) for c, mts in several.items()}
         if cache is not None and key is not None:
-            _write_choices(cache, key, chosen)
+            try:  # a file that cannot be written (a read-only var dir) only costs the next start its imports
+                _write_json(cache, {"key": key, "choices": chosen}, prefix=".registry-")
+            except OSError:
+                pass
     return [ArchitectureEntry(name=class_name, model_type=chosen.get(class_name, model_types[0]), rank=rank)
             for rank, (class_name, model_types) in enumerate(by_class.items(), start=1)]
 
@@ -111,17 +114,6 @@ def _read_choices(path: Path, key: str) -> dict[str, str] | None:
     if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("choices"), dict):
         return None
     return data["choices"]
-
-
-def _write_choices(path: Path, key: str, choices: dict[str, str]) -> None:
-    """Atomic; a cache that cannot be written (a read-only var dir) only costs the next start its imports."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-            json.dump({"key": key, "choices": choices}, f)
-        os.replace(f.name, path)
-    except OSError:
-        pass
 
 
 def _snapshot_id(payload: dict[str, Any]) -> str:
@@ -169,8 +161,14 @@ def write_snapshot(catalog: Catalog, path: Path, *, endpoint: str, limit: int | 
         "skipped": [list(s) for s in catalog.skipped],
     }
     payload["id"] = _snapshot_id(payload)
+    _write_json(path, payload, prefix=".snapshot-")
+    return payload["id"]
+
+
+def _write_json(path: Path, payload: dict[str, Any], *, prefix: str) -> None:
+    """Atomic (temp file in the same folder, fsync, rename): a reader never sees half a file; nothing left on error."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".json", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(payload, f, indent=1, sort_keys=True)
@@ -180,4 +178,3 @@ def write_snapshot(catalog: Catalog, path: Path, *, endpoint: str, limit: int | 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return payload["id"]

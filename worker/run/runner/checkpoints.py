@@ -49,14 +49,15 @@ def tiny_checkpoint(entry: ArchitectureEntry, out_dir: Path, *, seed: int, cache
     """``entry``'s tiny checkpoint in ``out_dir``: from ``cache`` when it holds it, else built by ``build`` (and kept
     there); without a cache, built. A build failure raises as ``build``'s does, and is never kept."""
     out_dir = Path(out_dir)
-    key = checkpoint_key(entry, seed) if cache is not None else None
-    if cache is not None and key is not None and (hit := _restore(cache, key, out_dir)) is not None:
+    if cache is None:
+        return Checkpoint(out_dir, build(entry, out_dir, seed=seed).n_params, cached=False)
+    key = checkpoint_key(entry, seed)
+    if (hit := _restore(cache, key, out_dir)) is not None:
         return hit
     built = build(entry, out_dir, seed=seed)
-    if cache is not None and key is not None:
-        files = sorted(p.name for p in out_dir.iterdir() if p.is_file())
-        tensors = {_FILE + name: _as_bytes_tensor((out_dir / name).read_bytes()) for name in files}
-        cache.put(key, tensors, {"files": files, "n_params": built.n_params, "model_class": built.model_class})
+    files = sorted(p.name for p in out_dir.iterdir() if p.is_file())
+    tensors = {_FILE + name: _as_bytes_tensor((out_dir / name).read_bytes()) for name in files}
+    cache.put(key, tensors, {"files": files, "n_params": built.n_params, "model_class": built.model_class})
     return Checkpoint(out_dir, built.n_params, cached=False)
 
 
